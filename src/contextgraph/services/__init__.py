@@ -1,0 +1,1 @@
+"""Use-cases, one area per module: async-friendly, no mcp imports."""

@@ -1,0 +1,53 @@
+"""Admin tools: temporary_scratchpad (reload_manifest arrives with the store)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from contextgraph.constitution import constitution
+from contextgraph.errors import InvalidParams
+from contextgraph.tools.context import ToolContext
+from contextgraph.tools.spec import Args, ToolSpec
+
+
+_LIMITS = constitution()["scratchpad"]
+
+
+class ScratchpadArgs(Args):
+    action: Literal["write", "read", "clear"] = Field(description="write a key, read one key or all, clear one or all.")
+    key: str | None = Field(None, min_length=1, max_length=_LIMITS["max_key_chars"],
+                            description="The note's key; required for write.")
+    value: str | None = Field(None, max_length=_LIMITS["max_value_chars"],
+                              description="The note's text; required for write.")
+
+
+async def temporary_scratchpad(ctx: ToolContext, args: ScratchpadArgs) -> dict[str, Any]:
+    pads = ctx.app.scratchpads
+    if args.action == "write":
+        if args.key is None or args.value is None:
+            missing = "key" if args.key is None else "value"
+            raise InvalidParams(f"temporary_scratchpad write needs both key and value; '{missing}' is missing.",
+                                field=missing)
+        size = pads.write(ctx.session, args.key, args.value)
+        return {"action": "write", "key": args.key, **size, "persisted": False}
+    if args.value is not None:
+        raise InvalidParams(f"'value' is only used with action 'write', not '{args.action}'.", field="value")
+    if args.action == "read":
+        entries = pads.read(ctx.session, args.key)
+        return {"action": "read", "entries": entries, "count": len(entries)}
+    return {"action": "clear", "removed": pads.clear(ctx.session, args.key)}
+
+
+TOOLS = (
+    ToolSpec(
+        "temporary_scratchpad",
+        "admin",
+        "Working notes for this session only: write a key, read one key or all, clear one or all. Never "
+        "persisted and never added to the graph; bounded in size.",
+        ScratchpadArgs,
+        temporary_scratchpad,
+        keywords=("notes", "scratch", "temporary", "working memory", "session"),
+    ),
+)

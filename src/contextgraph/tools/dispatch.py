@@ -1,0 +1,126 @@
+"""The one dispatcher (ARCHITECTURE rule 2). For every call, in this order: alias resolution, lookup (-32004
+with suggestions), the rationale rule (-32009), validation (-32602), the handler, pulse injection, error
+mapping, and one log line with tool, alias, latency and outcome.
+
+It knows nothing of MCP: the server turns a `ToolCallFailed` into a JSON-RPC error and a payload into a
+CallToolResult, and the CLI can run calls in-process through the same path."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from contextgraph.errors import ContextGraphError, InvalidParams, MissingRationale, ToolNotFound
+from contextgraph.log import get_logger
+from contextgraph.tools.validation import invalid_params
+
+if TYPE_CHECKING:
+    from contextgraph.app import App
+    from contextgraph.tools.context import ToolContext
+
+_log = get_logger("dispatch")
+PULSE_KEY = "_cognitive_pulse"
+
+
+class ToolCallFailed(Exception):
+    """A failed call, ready for the wire: JSON-RPC code, model-readable message, data with hint and pulse."""
+
+    def __init__(self, code: int, message: str, data: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    tool: str
+    alias: str | None
+    payload: dict[str, Any]  # carries the pulse under PULSE_KEY
+
+    @property
+    def pulse(self) -> dict[str, Any]:
+        return self.payload[PULSE_KEY]
+
+
+class Dispatcher:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._rationale_required = frozenset(app.constitution.get("validation.rationale_required"))
+        self._rationale_min = int(app.constitution.get("validation.rationale.min_length"))
+
+    async def call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any = None) -> CallOutcome:
+        """Run one tool call end to end. Raises ToolCallFailed; never anything else."""
+        started = time.perf_counter()
+        canonical: str | None = None
+        try:
+            canonical, payload = await self.run(name, arguments, ctx)
+        except ContextGraphError as exc:
+            failure = self._failure(exc)
+            self._log_call(name, canonical, started, "error", code=failure.code, request_id=request_id)
+            raise failure from None
+        except Exception:
+            error_id = uuid.uuid4().hex[:12]
+            _log.exception("tool call crashed", tool=name, error_id=error_id, request_id=request_id)
+            failure = self._failure(
+                ContextGraphError(
+                    f"Internal error while running {name} (error id {error_id}). The failure is logged; "
+                    f"get_system_logs level=error shows the entry with this id.",
+                    error_id=error_id,
+                    request_id=request_id,
+                )
+            )
+            self._log_call(name, canonical, started, "crash", code=failure.code, request_id=request_id)
+            raise failure from None
+        payload = dict(payload)
+        payload[PULSE_KEY] = self.app.cognition.pulse()
+        self._log_call(name, canonical, started, "ok", request_id=request_id)
+        return CallOutcome(canonical, name if name != canonical else None, payload)
+
+    async def run(self, name: Any, arguments: Any, ctx: ToolContext) -> tuple[str, dict[str, Any]]:
+        """Resolve, check, validate and run; raises ContextGraphError. tool_call nests through here."""
+        registry = self.app.registry
+        if not isinstance(name, str):
+            raise InvalidParams("Tool name must be a string.", field="name")
+        canonical = registry.resolve(name)
+        if canonical is None:
+            raise ToolNotFound(registry.unknown_tool_message(name), tool=name, suggestions=registry.suggestions(name))
+        if canonical != name:
+            _log.debug("Resolved tool alias to canonical name", alias=name, canonical=canonical)
+        spec = registry.specs[canonical]
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams(
+                f"Arguments for {canonical} must be a JSON object, got {type(arguments).__name__}.", field="arguments"
+            )
+        if canonical in self._rationale_required:
+            rationale = arguments.get("rationale")
+            if rationale is None or (isinstance(rationale, str) and not rationale.strip()):
+                raise MissingRationale(
+                    f"{canonical} needs a rationale: say in at least {self._rationale_min} characters why.",
+                    field="rationale",
+                    min_length=self._rationale_min,
+                )
+        try:
+            args = spec.args.model_validate(arguments)
+        except ValidationError as exc:
+            raise invalid_params(canonical, exc, registry.input_schemas[canonical]) from None
+        return canonical, await spec.handler(ctx, args)
+
+    def _failure(self, exc: ContextGraphError) -> ToolCallFailed:
+        entry = self.app.constitution.error(exc.code_name)
+        data = {k: v for k, v in exc.data.items() if v is not None}
+        data.setdefault("hint", entry.hint)
+        data["error"] = entry.name
+        data[PULSE_KEY] = self.app.cognition.pulse()
+        return ToolCallFailed(entry.code, exc.message, data)
+
+    def _log_call(self, name: Any, canonical: str | None, started: float, outcome: str, **extra: Any) -> None:
+        latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        alias = name if canonical and canonical != name else None
+        _log.info("tool call", tool=canonical or name, alias=alias, latency_ms=latency_ms, outcome=outcome, **extra)

@@ -1,0 +1,70 @@
+"""Turns a pydantic ValidationError into an InvalidParams error a model can act on: the field, what was wrong,
+and the allowed values or bounds from the tool's JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from contextgraph.errors import InvalidParams
+
+# JSON Schema keyword → the name used in error.data (and in the message).
+_BOUNDS = (("minimum", "min"), ("exclusiveMinimum", "min_exclusive"), ("maximum", "max"),
+           ("exclusiveMaximum", "max_exclusive"), ("minLength", "min_length"), ("maxLength", "max_length"),
+           ("minItems", "min_items"), ("maxItems", "max_items"))
+
+
+def _property(schema: dict[str, Any], field: str | None) -> dict[str, Any]:
+    prop = dict(schema.get("properties", {}).get(field, {})) if field else {}
+    # Optional fields are anyOf [X, null]; enums may sit behind a $ref into $defs.
+    for option in prop.pop("anyOf", []):
+        if option.get("type") != "null":
+            prop.update(option)
+    ref = prop.pop("$ref", None)
+    if ref:
+        prop.update(schema.get("$defs", {}).get(ref.rsplit("/", 1)[-1], {}))
+    return prop
+
+
+def _constraints(prop: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if "enum" in prop:
+        found["allowed"] = prop["enum"]
+    for key, name in _BOUNDS:
+        if key in prop:
+            found[name] = prop[key]
+    return found
+
+
+def _phrase(error: dict[str, Any], schema: dict[str, Any], allowed_fields: list[str]) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"unknown argument '{loc}' (allowed arguments: {', '.join(allowed_fields) or 'none'})"
+    if kind == "missing":
+        return f"missing required argument '{loc}'"
+    phrase = f"argument '{loc}': {error['msg']}" if loc else f"arguments: {error['msg']}"
+    limits = _constraints(_property(schema, str(error["loc"][0]) if error["loc"] else None))
+    if "allowed" in limits:
+        phrase += " (allowed values: " + ", ".join(repr(v) for v in limits.pop("allowed")) + ")"
+    if limits:
+        phrase += " (" + ", ".join(f"{k} {v}" for k, v in limits.items()) + ")"
+    return phrase
+
+
+def invalid_params(tool: str, exc: ValidationError, schema: dict[str, Any]) -> InvalidParams:
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    allowed_fields = sorted(schema.get("properties", {}))
+    first = errors[0]
+    field = str(first["loc"][0]) if first["loc"] else None
+    data: dict[str, Any] = {
+        "field": field,
+        **_constraints(_property(schema, field)),
+        "errors": [{"field": ".".join(str(p) for p in e["loc"]), "type": e["type"], "message": e["msg"]}
+                   for e in errors],
+    }
+    if first["type"] == "extra_forbidden":
+        data["allowed_arguments"] = allowed_fields
+    message = f"Invalid arguments for {tool}: " + "; ".join(_phrase(e, schema, allowed_fields) for e in errors) + "."
+    return InvalidParams(message, **data)

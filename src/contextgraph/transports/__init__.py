@@ -1,0 +1,1 @@
+"""One module per transport; each serves the same App."""

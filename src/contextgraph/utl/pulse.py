@@ -1,0 +1,72 @@
+"""The cognitive pulse (SPEC §4, §8): a pure function of the engine's cached state and the clock.
+
+The base suggestion follows the Johari quadrant of the session's entropy and coherence. Two timers override it:
+entropy above its threshold for `high_entropy_seconds` suggests `trigger_dream` (consolidate what piled up), and
+an empty global workspace for `empty_workspace_seconds` suggests `epistemic_action` (nothing holds attention:
+ask). Sustained entropy is the stronger signal and wins when both apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextgraph.utl.johari import Quadrant, classify
+
+
+@dataclass(frozen=True, slots=True)
+class PulseRules:
+    johari_threshold: float
+    actions: dict[str, str]
+    empty_workspace_seconds: float
+    high_entropy_threshold: float
+    high_entropy_seconds: float
+    high_entropy_action: str
+    empty_workspace_action: str
+    precision: int
+
+    @classmethod
+    def from_constitution(cls, c: Any) -> PulseRules:
+        return cls(
+            johari_threshold=float(c.get("utl.johari_threshold")),
+            actions=dict(c.get("utl.johari_actions")),
+            empty_workspace_seconds=float(c.get("pulse.empty_workspace_seconds")),
+            high_entropy_threshold=float(c.get("pulse.high_entropy_threshold")),
+            high_entropy_seconds=float(c.get("pulse.high_entropy_seconds")),
+            high_entropy_action=str(c.get("pulse.high_entropy_action")),
+            empty_workspace_action=str(c.get("pulse.empty_workspace_action")),
+            precision=int(c.get("pulse.precision")),
+        )
+
+
+def suggested_action(
+    quadrant: Quadrant,
+    rules: PulseRules,
+    now: float,
+    workspace_empty_since: float | None,
+    high_entropy_since: float | None,
+) -> str:
+    if high_entropy_since is not None and now - high_entropy_since >= rules.high_entropy_seconds:
+        return rules.high_entropy_action
+    if workspace_empty_since is not None and now - workspace_empty_since >= rules.empty_workspace_seconds:
+        return rules.empty_workspace_action
+    return rules.actions[quadrant]
+
+
+def pulse(
+    entropy: float,
+    coherence: float,
+    learning_score: float,
+    rules: PulseRules,
+    now: float,
+    workspace_empty_since: float | None,
+    high_entropy_since: float | None,
+) -> dict[str, Any]:
+    quadrant = classify(entropy, coherence, rules.johari_threshold)
+    return {
+        "entropy": round(entropy, rules.precision),
+        "coherence": round(coherence, rules.precision),
+        "learning_score": round(learning_score, rules.precision),
+        "quadrant": quadrant,
+        "suggested_action": suggested_action(quadrant, rules, now, workspace_empty_since, high_entropy_since),
+    }
