@@ -43,13 +43,18 @@ class ContextGraphServer(Server):
 
 
 def session_key(ctx: ServerRequestContext) -> str:
-    """Which session a call belongs to (temporary_scratchpad is per session): the HTTP session id when the
-    transport has one, else the connection's session object."""
-    request = ctx.request
-    headers = getattr(request, "headers", None)
+    """Which session a call belongs to (temporary_scratchpad is per session).
+
+    The SDK builds a fresh ServerSession (and, in the 2026 discover era, a fresh Connection) for every request,
+    so neither identifies a client. What lives as long as the client's stream is the connection's outbound
+    channel; the HTTP session id, when the transport has one, wins. (mcp 2.3 exposes the connection only as
+    the private `ServerSession._connection`; the fallback keeps a request working if that ever moves.)"""
+    headers = getattr(ctx.request, "headers", None)
     if headers is not None and headers.get("mcp-session-id"):
         return f"http:{headers['mcp-session-id']}"
-    return f"conn:{id(ctx.session):x}"
+    connection = getattr(ctx.session, "_connection", None)
+    channel = getattr(connection, "outbound", None)
+    return f"conn:{id(channel if channel is not None else ctx.session):x}"
 
 
 def build_server(app: App) -> ContextGraphServer:

@@ -1,0 +1,91 @@
+"""Shared helpers for the benchmarks: summary statistics and result files.
+
+Not a test module; nothing here is collected by pytest (testpaths = ["tests"])."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (same as numpy's default) over already sorted values; q in [0, 100]."""
+    if not sorted_values:
+        return math.nan
+    if len(sorted_values) == 1:
+        return float(sorted_values[0])
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    if lo == hi:
+        return float(sorted_values[lo])
+    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
+
+
+def summarize(values: Sequence[float]) -> dict[str, float | int]:
+    """n, median, p95, min, max of a sample (units are whatever the caller passed in)."""
+    s = sorted(float(v) for v in values)
+    return {
+        "n": len(s),
+        "median": _percentile(s, 50),
+        "p95": _percentile(s, 95),
+        "min": s[0] if s else math.nan,
+        "max": s[-1] if s else math.nan,
+    }
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "nproc": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _fmt(value: float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if value != value:  # nan
+        return "nan"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def format_summary(label: str, stats: dict[str, Any], unit: str, budget: float | None = None) -> str:
+    line = (
+        f"{label:<44} median {_fmt(stats['median']):>8} {unit}  p95 {_fmt(stats['p95']):>8} {unit}  "
+        f"min {_fmt(stats['min'])}  max {_fmt(stats['max'])}  (n={stats['n']})"
+    )
+    if budget is not None:
+        verdict = "OK" if stats["p95"] < budget else "OVER"
+        line += f"  budget < {_fmt(budget)} {unit}: {verdict}"
+    return line
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    """Write benchmarks/results/<name>.json (with machine info) and print where it went."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"benchmark": name, "machine": machine_info(), **data}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    m = payload["machine"]
+    print(f"[{name}] wrote {path.relative_to(REPO_ROOT)}  "
+          f"({m['platform']}, {m['nproc']} CPUs, Python {m['python']}, {m['date']})")
+    return path
