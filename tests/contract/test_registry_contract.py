@@ -1,0 +1,74 @@
+"""Contracts between the registry, the protocol and the docs: fail when they disagree."""
+
+import re
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from contextgraph.constitution import constitution
+from contextgraph.tools.registry import CATEGORY_MODULES, build_registry
+
+ROOT = Path(__file__).resolve().parents[2]
+REGISTRY = build_registry(constitution(), "all")
+NAME = re.compile(constitution()["tool_name_pattern"])
+
+# The tools this issue delivers; each later issue extends this set with its own.
+EXPECTED = {
+    "tool_find", "tool_describe", "tool_load", "tool_active", "tool_call",
+    "get_system_instructions", "get_system_logs", "temporary_scratchpad",
+}
+
+
+def readme_tool_reference() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Tool reference")
+    end = text.find("\n## ", start + 1)
+    return text[start: end if end != -1 else None]
+
+
+def test_registry_holds_exactly_the_delivered_tools():
+    assert set(REGISTRY.specs) == EXPECTED
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_tool_is_well_formed(name):
+    spec = REGISTRY.specs[name]
+    assert NAME.fullmatch(name)
+    assert len(spec.description) >= 40, "a description a model can choose by"
+    schema = REGISTRY.input_schemas[name]
+    Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object"
+    assert schema.get("additionalProperties") is False
+    if spec.output_schema is not None:
+        Draft202012Validator.check_schema(spec.output_schema)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_tool_is_in_the_readme_tool_reference(name):
+    assert f"`{name}`" in readme_tool_reference()
+
+
+def test_readme_lists_no_tool_that_does_not_exist():
+    named = set(re.findall(r"^\| `([a-z_]+)`", readme_tool_reference(), re.M))
+    assert named == EXPECTED
+
+
+def test_category_modules_are_an_explicit_tuple_without_duplicates():
+    names = [spec.name for module in CATEGORY_MODULES for spec in module.TOOLS]
+    assert len(names) == len(set(names))
+
+
+def test_rationale_rule_names_spec_d5_tools():
+    assert set(constitution().get("validation.rationale_required")) == {
+        "store_memory", "merge_concepts", "forget_concept", "boost_importance"}
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"```(?:bash|sh)?\n(.*?)```", readme, re.S)
+    first_two = [line for block in commands[:1] for line in block.strip().splitlines() if not line.startswith("#")]
+    assert len(first_two) == 2, "the README opens with exactly two commands"
+    serve, test = first_two
+    assert "contextgraph serve" in serve
+    assert test in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
