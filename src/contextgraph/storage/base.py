@@ -1,0 +1,57 @@
+"""What the store keeps for one memory, and the protocol any backend (LMDB + local indexes by default, a
+scale-out engine later) implements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from contextgraph.fingerprint import Fingerprint
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    id: str  # 32 hex chars (uuid4)
+    content: str  # after PII redaction
+    rationale: str
+    modality: str
+    session: str
+    created_at: float  # unix seconds
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()  # ids given in link_to
+    redactions: tuple[str, ...] = ()  # kinds of PII replaced before storage
+    session_position: int = 0
+    updated_at: float = 0.0
+    access_count: int = 0
+    last_accessed: float = 0.0
+    seq: int = 0  # assigned by the store at commit: the memory's position in the operation log, its index label
+    extra: dict = field(default_factory=dict)  # forward-compatible metadata (codec keeps unknown keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    seq: int
+    score: float
+
+
+class MemoryStore(Protocol):
+    def put(self, record: MemoryRecord, fingerprint: Fingerprint) -> MemoryRecord:
+        """Commit record + complete fingerprint + oplog entry in one transaction; durable on return.
+        Returns the record with `seq` (and `session_position`) assigned."""
+        ...
+
+    def get(self, memory_id: str) -> MemoryRecord | None: ...
+
+    def get_by_seq(self, seqs: Sequence[int]) -> list[MemoryRecord | None]: ...
+
+    def fingerprints(self, seqs: Sequence[int], spaces: Sequence[int] | None = None) -> list[Fingerprint | None]: ...
+
+    def count(self) -> int: ...
+
+    def oplog_since(self, seq: int) -> list[tuple[int, str, str]]:
+        """(seq, op, memory_id) entries with seq > `seq`, oldest first."""
+        ...
+
+    def scan(self) -> Iterator[tuple[MemoryRecord, Fingerprint]]: ...
