@@ -39,3 +39,11 @@ class StorageError(ContextGraphError):
 
 class EmbeddingError(ContextGraphError):
     code_name = "EMBEDDING_ERROR"
+
+
+class InvalidFingerprint(ContextGraphError):
+    code_name = "INVALID_FINGERPRINT"
+
+
+class DimensionMismatch(ContextGraphError):
+    code_name = "DIMENSION_MISMATCH"

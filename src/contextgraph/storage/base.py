@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from contextgraph.fingerprint import Fingerprint
 
@@ -36,6 +36,13 @@ class Hit:
     score: float
 
 
+class OplogEntry(NamedTuple):
+    seq: int  # the entry's own position in the log
+    op: str  # "put" | "delete"
+    memory_id: str
+    memory_seq: int  # the memory's seq (its index label): equal to `seq` for a put, earlier for a delete
+
+
 class MemoryStore(Protocol):
     def put(self, record: MemoryRecord, fingerprint: Fingerprint) -> MemoryRecord:
         """Commit record + complete fingerprint + oplog entry in one transaction; durable on return.
@@ -50,8 +57,26 @@ class MemoryStore(Protocol):
 
     def count(self) -> int: ...
 
-    def oplog_since(self, seq: int) -> list[tuple[int, str, str]]:
-        """(seq, op, memory_id) entries with seq > `seq`, oldest first."""
+    def oplog_since(self, seq: int, limit: int | None = None) -> list[OplogEntry]:
+        """Entries with seq > `seq`, oldest first (at most `limit`)."""
         ...
 
-    def scan(self) -> Iterator[tuple[MemoryRecord, Fingerprint]]: ...
+    def last_seq(self) -> int:
+        """The seq of the newest oplog entry; 0 for an empty store."""
+        ...
+
+    def delete(self, memory_id: str) -> bool:
+        """Remove record + fingerprint and append a "delete" entry, in one transaction; False if absent."""
+        ...
+
+    def update(self, record: MemoryRecord) -> MemoryRecord:
+        """Replace an existing record's metadata (same id and seq; the fingerprint is unchanged)."""
+        ...
+
+    def touch(self, seqs: Sequence[int], now: float | None = None) -> None:
+        """Count one access of each memory (access_count + 1, last_accessed = now), in one transaction."""
+        ...
+
+    def scan(self, spaces: Sequence[int] | None = None) -> Iterator[tuple[MemoryRecord, Fingerprint]]:
+        """Every live memory with its fingerprint (or only its `spaces`), in seq order."""
+        ...

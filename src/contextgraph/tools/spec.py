@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 if TYPE_CHECKING:
     from contextgraph.tools.context import ToolContext
@@ -17,6 +17,33 @@ class Args(BaseModel):
     one learns it at once instead of having it ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Second spellings the seeds use (SPEC §5: topK/top_k, minSimilarity/min_similarity): alternate → field.
+    # Both are accepted and both appear in the JSON Schema; giving both with different values is an error.
+    spellings: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_second_spellings(cls, data: Any) -> Any:
+        if not cls.spellings or not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for alternate, field in cls.spellings.items():
+            if alternate in data:
+                value = data.pop(alternate)
+                if field in data and data[field] != value:
+                    raise ValueError(f"'{alternate}' and '{field}' are the same argument; give one of them")
+                data[field] = value
+        return data
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        schema = super().model_json_schema(*args, **kwargs)
+        properties = schema.get("properties", {})
+        for alternate, field in cls.spellings.items():
+            if field in properties:
+                properties[alternate] = {**properties[field], "description": f"Same as {field}."}
+        return schema
 
 
 Handler = Callable[["ToolContext", Any], Awaitable[dict[str, Any]]]

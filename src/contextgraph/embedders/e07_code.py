@@ -1,0 +1,69 @@
+"""E7 code: the shared forward's token states pooled with extra weight where code carries its meaning —
+identifier-like words (snake_case, camelCase, dotted names, names before "(") and, for code, language keywords —
+plus a 16-class lexical histogram of code memories (how much is calls, strings, comments, operators…).
+
+Weights per token: 3 inside an identifier, 2 on a keyword (code and mixed modalities only: in prose "if", "for"
+and "in" are just English), 1 otherwise, 0 for [CLS]/[SEP]. The spec's model splits identifiers on
+camelCase/snake_case before tokenising; with one shared forward the WordPiece tokenizer already splits on "_"
+and "." and into sub-words, so no second pass is run.
+
+    vector = [pooled / ‖pooled‖ ; α·h / ‖h‖] / √(1 + α²),  α = 0.25,  h = histogram (zeros unless code/mixed)
+
+The histogram is a small, style-level signal; α keeps it from outvoting the content (at most ~6% of a cosine)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from contextgraph.embedders.base import Backbone, MemoryInput
+from contextgraph.embedders.code_lexer import CLASSES, identifier_spans, keyword_spans, token_class_histogram
+from contextgraph.embedders.vectors import cosine_scores, l2_normalize, span_token_mask, weighted_mean
+from contextgraph.fingerprint import SPACES, Kind
+
+IDENTIFIER_WEIGHT = 3.0
+KEYWORD_WEIGHT = 2.0
+HISTOGRAM_SCALE = 0.25
+CODE_MODALITIES = ("code", "mixed")
+
+
+class CodeEmbedder:
+    space = 7
+    name = SPACES[6].name
+    kind: Kind = "dense"
+
+    def __init__(self, backbone: Backbone) -> None:
+        self.hidden = backbone.hidden_size
+        self.dim = self.hidden + len(CLASSES)
+        self.method = (
+            f"{backbone.model_name} token states pooled with identifier ×{IDENTIFIER_WEIGHT:g} and keyword "
+            f"×{KEYWORD_WEIGHT:g} weights + {len(CLASSES)}-class lexical histogram for code (scale {HISTOGRAM_SCALE})"
+        )
+
+    def token_weights(self, item: MemoryInput) -> np.ndarray:
+        encoded = item.encoded
+        weights = np.where(encoded.special, 0.0, 1.0)
+        if item.modality in CODE_MODALITIES:
+            keyword = span_token_mask(encoded.offsets, encoded.special, keyword_spans(item.text))
+            weights[keyword] = KEYWORD_WEIGHT
+        identifier = span_token_mask(encoded.offsets, encoded.special, identifier_spans(item.text))
+        weights[identifier] = IDENTIFIER_WEIGHT
+        return weights
+
+    def embed(self, item: MemoryInput) -> np.ndarray:
+        states = item.encoded.states
+        pooled = weighted_mean(states, self.token_weights(item))
+        if not pooled.any():  # nothing but special tokens (empty text): pool them all
+            pooled = states.mean(axis=0)
+        histogram = np.zeros(len(CLASSES), dtype=np.float32)
+        if item.modality in CODE_MODALITIES:
+            histogram = HISTOGRAM_SCALE * l2_normalize(token_class_histogram(item.text))
+        norm = np.sqrt(1.0 + float(histogram @ histogram))
+        return (np.concatenate([l2_normalize(pooled), histogram]) / norm).astype(np.float32)
+
+    def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
+        return [self.embed(item) for item in items]
+
+    def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
+        return cosine_scores(query, docs)

@@ -1,0 +1,160 @@
+"""From memories to complete fingerprints: one forward pass of the shared transformer for all texts of a batch,
+then each of the 13 embedders over the results, then the completeness check (ARCH-05). Keeps the timing of the
+last batch per stage, for benchmarks and `debug_*` tools."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contextgraph.embedders.backbone import default_model_dir, load_backbone
+from contextgraph.embedders.base import Backbone, Embedder, MemoryInput
+from contextgraph.embedders.registry import default_embedders
+from contextgraph.embedders.validation import check_fingerprint
+from contextgraph.errors import ContextGraphError, EmbeddingError, InvalidFingerprint, InvalidParams
+from contextgraph.fingerprint import MODALITIES, SPACES, Fingerprint
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A memory (or query) to fingerprint."""
+
+    text: str
+    modality: str = "text"
+    timestamp: float = 0.0  # unix seconds
+    session_position: int = 0
+    global_position: int = 0
+    neighbours: tuple[tuple[float, np.ndarray], ...] = field(default_factory=tuple)  # (edge weight, E1 vector)
+
+
+@dataclass(frozen=True, slots=True)
+class StageTimings:
+    items: int
+    encode_ms: float
+    embedder_ms: dict[int, float]  # space → milliseconds for the whole batch
+    validate_ms: float
+    total_ms: float
+
+    def as_dict(self) -> dict:
+        return {
+            "items": self.items,
+            "encode_ms": round(self.encode_ms, 3),
+            "embedder_ms": {f"E{space}": round(ms, 3) for space, ms in self.embedder_ms.items()},
+            "validate_ms": round(self.validate_ms, 3),
+            "total_ms": round(self.total_ms, 3),
+        }
+
+
+class FingerprintPipeline:
+    def __init__(self, backbone: Backbone, embedders: Sequence[Embedder] | None = None) -> None:
+        self.backbone = backbone
+        chosen = default_embedders(backbone) if embedders is None else embedders
+        self.embedders = tuple(sorted(chosen, key=lambda e: e.space))  # index i holds space i + 1
+        spaces = [e.space for e in self.embedders]
+        if sorted(spaces) != [s.id for s in SPACES]:
+            raise InvalidFingerprint(
+                f"the pipeline needs exactly one embedder per space 1..{len(SPACES)}, got spaces {spaces}"
+            )
+        for embedder in self.embedders:
+            space = SPACES[embedder.space - 1]
+            if embedder.name != space.name or embedder.kind != space.kind:
+                raise InvalidFingerprint(
+                    f"embedder for E{space.id} says {embedder.name}/{embedder.kind}, "
+                    f"the space is {space.name}/{space.kind}"
+                )
+        self._manifest = [
+            {"space": e.space, "name": e.name, "kind": e.kind, "dim": int(e.dim), "method": e.method}
+            for e in self.embedders
+        ]
+        self.last_timings: StageTimings | None = None
+
+    def manifest(self) -> list[dict]:
+        """Per space: {space, name, kind, dim, method} — what get_graph_manifest reports."""
+        return [dict(entry) for entry in self._manifest]
+
+    def embed(self, items: Sequence[Draft]) -> list[Fingerprint]:
+        """One complete fingerprint per draft, in order; raises InvalidParams for a bad draft, EmbeddingError when
+        an embedder fails, InvalidFingerprint / DimensionMismatch when a result is incomplete or misshapen."""
+        started = time.perf_counter()
+        for draft in items:
+            _check_draft(draft)
+        encoded = self.backbone.encode([draft.text for draft in items])
+        encoded_at = time.perf_counter()
+        inputs = [
+            MemoryInput(
+                encoded=enc, modality=d.modality, timestamp=float(d.timestamp),
+                session_position=int(d.session_position), global_position=int(d.global_position),
+                neighbours=tuple(d.neighbours),
+            )
+            for d, enc in zip(items, encoded)
+        ]
+        fingerprints: list[Fingerprint] = [{} for _ in items]
+        embedder_ms: dict[int, float] = {}
+        for embedder in self.embedders:
+            t0 = time.perf_counter()
+            vectors = _run(embedder, inputs)
+            embedder_ms[embedder.space] = (time.perf_counter() - t0) * 1e3
+            if len(vectors) != len(inputs):
+                raise InvalidFingerprint(
+                    f"E{embedder.space} returned {len(vectors)} vectors for {len(inputs)} memories",
+                    space=embedder.space,
+                )
+            for fingerprint, vector in zip(fingerprints, vectors):
+                fingerprint[embedder.space] = vector
+        t0 = time.perf_counter()
+        for fingerprint in fingerprints:
+            check_fingerprint(fingerprint, self._manifest)
+        done = time.perf_counter()
+        self.last_timings = StageTimings(
+            items=len(items), encode_ms=(encoded_at - started) * 1e3, embedder_ms=embedder_ms,
+            validate_ms=(done - t0) * 1e3, total_ms=(done - started) * 1e3,
+        )
+        return fingerprints
+
+
+def build_pipeline(settings: Any) -> FingerprintPipeline:
+    """The pipeline the server runs, from Settings: the model directory (None: the packaged all-MiniLM-L6-v2),
+    where exported graphs are cached (the data directory by default, keyed by the model's hash), the runtime
+    ("auto" | "onnx" | "torch"), the int8 graph, and the device."""
+    backbone = load_backbone(
+        settings.model_dir or default_model_dir(),
+        settings.models_dir,
+        runtime=settings.runtime,
+        quantized=settings.quantized,
+        device=settings.device,
+    )
+    return FingerprintPipeline(backbone)
+
+
+def _run(embedder: Embedder, inputs: list[MemoryInput]) -> list:
+    try:
+        return list(embedder.embed_batch(inputs))
+    except ContextGraphError:
+        raise
+    except Exception as exc:  # a bug or a bad model: name the space, keep the cause for the log
+        raise EmbeddingError(f"E{embedder.space} ({embedder.name}) failed: {exc}", space=embedder.space) from exc
+
+
+def _check_draft(draft: Draft) -> None:
+    if not isinstance(draft.text, str):
+        raise InvalidParams("a memory's text must be a string", field="text")
+    if draft.modality not in MODALITIES:
+        raise InvalidParams(
+            f"unknown modality {draft.modality!r}; allowed: {', '.join(MODALITIES)}",
+            field="modality", allowed=list(MODALITIES),
+        )
+    # E3 reads the UTC calendar, which Python's datetime covers for years 1..9999.
+    if not (isinstance(draft.timestamp, (int, float)) and math.isfinite(draft.timestamp)
+            and -62_135_596_800 <= draft.timestamp < 253_402_300_800):
+        raise InvalidParams(f"timestamp must be finite unix seconds in years 1..9999, got {draft.timestamp!r}",
+                            field="timestamp")
+    for name in ("session_position", "global_position"):
+        value = getattr(draft, name)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InvalidParams(f"{name} must be an integer ≥ 0, got {value!r}", field=name, min=0)

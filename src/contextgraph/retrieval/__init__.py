@@ -1,0 +1,2 @@
+"""Retrieval kernels: pure functions over ranks and scores (the service that runs the five stages lives in
+services/search.py)."""

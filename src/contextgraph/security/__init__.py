@@ -1,0 +1,1 @@
+"""Input hygiene: PII redaction before anything is embedded or stored."""

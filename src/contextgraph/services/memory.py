@@ -1,0 +1,388 @@
+"""The memory core's use-cases: store, inject (store + UTL + related), search, manifest.
+
+Owns, for one data directory: the LMDB store (source of truth), the per-space indexes (caches that catch up
+from the store's operation log before every search, so a second server process's writes are seen), the one
+writer thread, and the embedding pipeline, whose transformer loads in the background after start-up.
+CPU work (embedding, index queries, fusion) runs in worker threads; one forward pass at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from contextgraph.errors import EmbeddingError, InvalidParams, NodeNotFound
+from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.log import get_logger
+from contextgraph.security.pii import redact
+from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
+from contextgraph.storage.base import MemoryRecord
+
+_log = get_logger("storage")
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    content: str
+    rationale: str
+    modality: str = "text"
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    link_to: tuple[str, ...] = ()
+    session: str = "local"
+
+
+def record_summary(record: MemoryRecord, preview: int | None = None) -> dict[str, Any]:
+    content = record.content if preview is None or len(record.content) <= preview else record.content[:preview] + "…"
+    return {
+        "id": record.id,
+        "content": content,
+        "modality": record.modality,
+        "tags": list(record.tags),
+        "importance": record.importance,
+        "created_at": record.created_at,
+        "session": record.session,
+    }
+
+
+@dataclass
+class Stored:
+    record: MemoryRecord
+    redactions: list[str]
+    timings_ms: dict[str, float]
+
+    def payload(self) -> dict[str, Any]:
+        r = self.record
+        payload = {
+            "id": r.id,
+            "fingerprintId": r.id,
+            "stored": True,
+            "durable": True,
+            "session": r.session,
+            "modality": r.modality,
+            "importance": r.importance,
+            "tags": list(r.tags),
+            "links": list(r.links),
+            "created_at": r.created_at,
+            "redacted": sorted(set(self.redactions)),
+            "timings_ms": self.timings_ms,
+        }
+        if self.redactions:
+            payload["message"] = (f"{len(self.redactions)} secret(s) were replaced by [REDACTED:type] before "
+                                  "anything was embedded or stored.")
+        return payload
+
+
+@dataclass
+class Injected:
+    stored: Stored
+    utl: dict[str, Any]
+    related: list[dict[str, Any]]
+
+    def payload(self) -> dict[str, Any]:
+        return {**self.stored.payload(), "utl": self.utl, "related": self.related}
+
+
+@dataclass
+class Searched:
+    query: str
+    retrieval: Retrieval
+    breakdown: bool
+    embed_ms: float
+    redactions: list[str] = field(default_factory=list)
+
+    def payload(self) -> dict[str, Any]:
+        results = []
+        for f in self.retrieval.found:
+            item = {**record_summary(f.record), "score": f.score, "similarity": f.similarity}
+            if self.breakdown:
+                item["space_ranks"] = {SPACES[s - 1].name: rank for s, rank in sorted(f.space_ranks.items())}
+            results.append(item)
+        payload: dict[str, Any] = {"query": self.query, "results": results, "count": len(results)}
+        if self.breakdown:
+            payload["stages_ms"] = {"embed_query": self.embed_ms, **self.retrieval.stages_ms}
+            payload["candidates"] = self.retrieval.candidates
+            payload["stage4"] = self.retrieval.stage4
+        if not results:
+            payload["message"] = ("Nothing matched. Try other words, lower min_similarity, or drop the modality "
+                                  "filter." if self.retrieval.candidates else "The memory is empty or nothing "
+                                  "shares a word or meaning with the query yet.")
+        return payload
+
+
+class MemoryService:
+    def __init__(self, settings: Any, constitution: Any, cognition: Any) -> None:
+        self.settings = settings
+        self.constitution = constitution
+        self.cognition = cognition
+        self.home = Path(settings.home)
+        self._retrieval_settings = RetrievalSettings.from_constitution(constitution)
+        mem = constitution["memory"]
+        self._model_wait = float(mem["model_wait_seconds"])
+        self._knn_k = int(mem["knn_k"])
+        self._connect_threshold = float(mem["connectivity_threshold"])
+        self._open_lock = threading.Lock()
+        self._store: Any = None
+        self._indexes: Any = None
+        self._writer: Any = None
+        self._pipeline: Any = None
+        self._pipeline_ready = threading.Event()
+        self._pipeline_error: BaseException | None = None
+        self._loader: threading.Thread | None = None
+        self._cpu = anyio.CapacityLimiter(1)  # one forward pass / fusion at a time (MEASUREMENTS: no contention)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def open(self) -> None:
+        """Open the store and indexes (idempotent). Cheap: no model is loaded here."""
+        with self._open_lock:
+            if self._store is not None:
+                return
+            from contextgraph.storage.indexes import IndexSet
+            from contextgraph.storage.lmdb_store import LmdbStore
+            from contextgraph.storage.writer import Writer
+
+            self.home.mkdir(parents=True, exist_ok=True)
+            store = LmdbStore(self.home / "store")
+            indexes = IndexSet.open(self.home / "indexes", store)
+            self._writer = Writer()
+            self._indexes = indexes
+            self._store = store
+
+    def start_model_load(self) -> None:
+        """Load the transformer in a background thread, so initialize and tools/list answer at once."""
+        with self._open_lock:
+            if self._loader is not None:
+                return
+            self._loader = threading.Thread(target=self._load_pipeline, name="contextgraph-model", daemon=True)
+            self._loader.start()
+
+    def _load_pipeline(self) -> None:
+        try:
+            from contextgraph.embedders.pipeline import build_pipeline
+
+            started = time.perf_counter()
+            self._pipeline = build_pipeline(self.settings)
+            _log.info("embedding pipeline ready", seconds=round(time.perf_counter() - started, 2),
+                      runtime=self._pipeline.backbone.runtime)
+        except BaseException as exc:  # reported to every caller that waits for it
+            self._pipeline_error = exc
+            _log.exception("embedding pipeline failed to load")
+        finally:
+            self._pipeline_ready.set()
+
+    async def pipeline(self) -> Any:
+        self.start_model_load()
+        if not self._pipeline_ready.is_set():
+            ready = await anyio.to_thread.run_sync(self._pipeline_ready.wait, self._model_wait)
+            if not ready:
+                raise EmbeddingError(f"The embedding model is still loading after {self._model_wait:.0f} s; retry "
+                                     "shortly.", retry=True)
+        if self._pipeline_error is not None:
+            raise EmbeddingError(f"The embedding model could not be loaded ({type(self._pipeline_error).__name__}: "
+                                 f"{self._pipeline_error}). `contextgraph doctor` says what is missing.")
+        return self._pipeline
+
+    def close(self) -> None:
+        with self._open_lock:
+            if self._store is None:
+                return
+            try:
+                self._writer.close()
+                self._indexes.save(self.home / "indexes")
+            finally:
+                self._store.close()
+                self._store = None
+
+    # -- use-cases -------------------------------------------------------------------------------------------
+    async def store(self, new: NewMemory) -> Stored:
+        stored, _fingerprint = await self._store_one(new)
+        return stored
+
+    async def inject(self, new: NewMemory, related_k: int) -> Injected:
+        stored, fingerprint = await self._store_one(new, with_novelty=True)
+        utl = stored.timings_ms.pop("_utl")
+        related: list[dict[str, Any]] = []
+        if related_k:
+            pipeline = await self.pipeline()
+            retrieval = await anyio.to_thread.run_sync(
+                lambda: self._retriever(pipeline).run(fingerprint, related_k, exclude=frozenset({stored.record.seq})),
+                limiter=self._cpu,
+            )
+            related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
+                       for f in retrieval.found]
+        return Injected(stored, utl, related)
+
+    async def search(self, query: str, *, top_k: int, min_similarity: float, modality: str | None,
+                     breakdown: bool) -> Searched:
+        self.open()
+        pipeline = await self.pipeline()
+
+        def run() -> Searched:
+            from contextgraph.embedders.e05_causal import query_direction
+
+            self._indexes.catch_up(self._store)
+            started = time.perf_counter()
+            (fingerprint,) = pipeline.embed([self._draft(pipeline, query, modality or "text", "query")])
+            embed_ms = round((time.perf_counter() - started) * 1000, 3)
+            retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
+                                                      modality=modality, causal_direction=query_direction(query))
+            return Searched(query, retrieval, breakdown, embed_ms)
+
+        searched = await anyio.to_thread.run_sync(run, limiter=self._cpu)
+        if searched.retrieval.found:
+            # access counts are bookkeeping, not an acknowledgement: the search does not wait for the commit
+            self._writer.submit_future(self._store.touch, [f.record.seq for f in searched.retrieval.found])
+        return searched
+
+    # -- read-only views for the manifest -----------------------------------------------------------------------
+    @property
+    def store(self) -> Any:
+        self.open()
+        return self._store
+
+    @property
+    def indexes(self) -> Any:
+        self.open()
+        return self._indexes
+
+    def loaded_pipeline(self) -> Any:
+        return self._pipeline if self._pipeline_ready.is_set() and self._pipeline_error is None else None
+
+    def model_status(self) -> str:
+        if self._pipeline_error is not None:
+            return f"failed: {type(self._pipeline_error).__name__}: {self._pipeline_error}"
+        return "ready" if self._pipeline_ready.is_set() else "loading"
+
+    # -- internals -------------------------------------------------------------------------------------------
+    def _retriever(self, pipeline: Any) -> Retriever:
+        return Retriever(self._store, self._indexes, pipeline.embedders, self._retrieval_settings)
+
+    def _draft(self, pipeline: Any, text: str, modality: str, session: str, neighbours: tuple = ()) -> Any:
+        from contextgraph.embedders.pipeline import Draft
+
+        return Draft(
+            text=text,
+            modality=modality,
+            timestamp=time.time(),
+            session_position=self._store.session_count(session),
+            global_position=self._store.last_seq() + 1,
+            neighbours=neighbours,
+        )
+
+    async def _store_one(self, new: NewMemory, with_novelty: bool = False) -> tuple[Stored, Fingerprint]:
+        self.open()
+        content, found = redact(new.content)
+        rationale, found_in_rationale = redact(new.rationale)
+        links = self._resolve_links(new.link_to)
+        pipeline = await self.pipeline()
+        timings: dict[str, Any] = {}
+
+        def embed() -> tuple[Fingerprint, dict[str, Any] | None]:
+            self._indexes.catch_up(self._store)
+            neighbours = self._neighbour_vectors(links)
+            started = time.perf_counter()
+            (fingerprint,) = pipeline.embed([self._draft(pipeline, content, new.modality, new.session, neighbours)])
+            timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
+            utl = self._novelty(fingerprint) if with_novelty else None
+            return fingerprint, utl
+
+        fingerprint, utl = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
+        now = time.time()
+        record = MemoryRecord(
+            id=uuid.uuid4().hex,
+            content=content,
+            rationale=rationale,
+            modality=new.modality,
+            session=new.session,
+            created_at=now,
+            updated_at=now,
+            importance=new.importance,
+            tags=new.tags,
+            links=tuple(links),
+            redactions=tuple(found + found_in_rationale),
+        )
+        started = time.perf_counter()
+        record = await self._writer.submit(self._store.put, record, fingerprint)  # durable once this returns
+        self._indexes.apply(record.seq, fingerprint)
+        timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
+        if utl is not None:
+            self.cognition.record(utl.pop("_delta_s"), utl.pop("_delta_c"), memory_count=self._store.count())
+            timings["_utl"] = utl
+        _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
+                  redactions=len(record.redactions))
+        return Stored(record, list(record.redactions), timings), fingerprint
+
+    def _resolve_links(self, link_to: tuple[str, ...]) -> list[str]:
+        missing = [memory_id for memory_id in link_to if self._store.get(memory_id) is None]
+        if missing:
+            raise NodeNotFound(f"link_to names memories that do not exist: {', '.join(missing)}. search_graph finds "
+                               "memories by content.", field="link_to", missing=missing)
+        return list(link_to)
+
+    def _neighbour_vectors(self, links: list[str]) -> tuple[tuple[float, np.ndarray], ...]:
+        if not links:
+            return ()
+        seqs = [self._store.get(memory_id).seq for memory_id in links]
+        vectors = self._store.fingerprints(seqs, spaces=[1])
+        # Until typed edges carry weights (curation issue), a link_to edge weighs 1.
+        return tuple((1.0, fp[1]) for fp in vectors if fp is not None)
+
+    def _novelty(self, fingerprint: Fingerprint) -> dict[str, Any]:
+        """UTL as far as the memory core can compute it: per-space novelty ΔS by kNN and connectivity. The full
+        ΔS methods, ClusterFit and Consistency arrive with the cognitive engine."""
+        return novelty(self._store, self._indexes, self._pipeline.embedders, fingerprint, self._knn_k,
+                       self._connect_threshold, self.cognition)
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    union = np.union1d(a, b).size
+    return float(np.intersect1d(a, b, assume_unique=True).size / union) if union else 0.0
+
+
+def novelty(store: Any, indexes: Any, embedders: Any, fingerprint: Fingerprint, k: int, threshold: float,
+            cognition: Any) -> dict[str, Any]:
+    by_space = {e.space: e for e in embedders}
+    nearest = [seq for seq, _ in indexes.search(1, fingerprint[1], k)]
+    neighbours = [fp for fp in store.fingerprints(nearest) if fp is not None] if nearest else []
+    delta_s: list[float] = []
+    delta_c: list[float] = []
+    for space in SPACES:
+        if not neighbours:
+            delta_s.append(1.0)
+            delta_c.append(0.0)
+            continue
+        column = [fp[space.id] for fp in neighbours]
+        if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
+            sims = np.array([_jaccard(fingerprint[space.id].indices, doc.indices) for doc in column])
+        else:
+            sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
+        sims = np.clip(np.nan_to_num(sims), 0.0, 1.0)
+        delta_s.append(float(np.clip(1.0 - sims.mean(), 0.0, 1.0)))
+        above = sims[sims > threshold]
+        delta_c.append(float(above.mean()) if above.size else 0.0)
+    tau = [1.0 / len(SPACES)] * len(SPACES)
+    entropy = float(np.dot(tau, delta_s))
+    coherence = float(np.dot(tau, delta_c))
+    from contextgraph.utl.learning import learning_score
+
+    stage = cognition.lifecycle
+    score = learning_score(delta_s, delta_c, tau, stage.lambda_s, stage.lambda_c)
+    return {
+        "entropy": round(entropy, 4),
+        "coherence": round(coherence, 4),
+        "learningScore": round(score, 4),
+        "surprise": round(max(delta_s), 4),
+        "delta_s": {s.name: round(v, 4) for s, v in zip(SPACES, delta_s)},
+        "methods": {"delta_s": f"kNN (k={k}) in each space's own measure",
+                    "coherence": "connectivity only: ClusterFit and Consistency arrive with the cognitive engine"},
+        "lifecycle": stage.stage,
+        "_delta_s": delta_s,
+        "_delta_c": delta_c,
+    }

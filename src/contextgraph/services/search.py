@@ -1,0 +1,169 @@
+"""The five-stage retrieval of SPEC §7, over the store, the per-space indexes and the embedders' own measures.
+
+    S1  sparse pre-filter: top hits of the E13 and E6 inverted indexes
+    S2  dense ANN: top hits of the E1 HNSW index
+    S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2
+    S4  purpose-alignment filter — inactive until a north star exists (autonomous issue), and says so
+    S5  E12 MaxSim rerank of the fused head
+
+Every stage is timed, and each candidate's rank in every space is kept for diagnostics
+(`include_breakdown`, later `debug_compare_retrieval`). Runs in a worker thread: no await inside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.retrieval.fusion import ranks, rrf
+from contextgraph.storage.base import MemoryRecord
+
+SEMANTIC, SPARSE, HDC, LATE, SPLADE = 1, 6, 9, 12, 13
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    rrf_k: float
+    sparse_candidates: int
+    dense_candidates: int
+    rerank_head: int
+    rerank_weight: float
+    space_weights: Mapping[int, float]
+
+    @classmethod
+    def from_constitution(cls, c: Any) -> RetrievalSettings:
+        r = c["retrieval"]
+        return cls(
+            rrf_k=float(r["rrf_k"]),
+            sparse_candidates=int(r["sparse_candidates"]),
+            dense_candidates=int(r["dense_candidates"]),
+            rerank_head=int(r["rerank_head"]),
+            rerank_weight=float(r["rerank_weight"]),
+            space_weights={int(k): float(v) for k, v in r["space_weights"].items()},
+        )
+
+
+@dataclass
+class Found:
+    record: MemoryRecord
+    score: float  # the final fused score
+    similarity: float  # E1 cosine to the query: the number minSimilarity filters on
+    space_ranks: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Retrieval:
+    found: list[Found]
+    candidates: int
+    stages_ms: dict[str, float]
+    stage4: str
+
+
+class Retriever:
+    """Stateless over its collaborators: `indexes` (per-space search), `store` (records and fingerprints) and
+    the embedders (each space's similarity)."""
+
+    def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings) -> None:
+        self.store = store
+        self.indexes = indexes
+        self.embedders = {e.space: e for e in embedders}
+        self.settings = settings
+
+    def run(
+        self,
+        query: Fingerprint,
+        top_k: int,
+        *,
+        min_similarity: float = 0.0,
+        modality: str | None = None,
+        exclude: frozenset[int] = frozenset(),
+        causal_direction: str = "both",
+    ) -> Retrieval:
+        s = self.settings
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timings[stage] = round((now - clock) * 1000, 3)
+            clock = now
+
+        # S1 + S2: candidate generation.
+        candidates: dict[int, None] = {}
+        for space in (SPLADE, SPARSE):
+            for seq, _ in self.indexes.search(space, query[space], s.sparse_candidates):
+                candidates.setdefault(seq)
+        lap("s1_sparse_prefilter")
+        for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], s.dense_candidates):
+            candidates.setdefault(seq)
+        lap("s2_dense_ann")
+        seqs = [seq for seq in candidates if seq not in exclude]
+        if not seqs:
+            return Retrieval([], 0, timings, _STAGE4_INACTIVE)
+
+        # S3: every space scores every candidate in its own measure; RRF over the ranks.
+        fingerprints = self.store.fingerprints(seqs)
+        keep = [i for i, fp in enumerate(fingerprints) if fp is not None]  # deleted since the index saw them
+        seqs = [seqs[i] for i in keep]
+        fingerprints = [fingerprints[i] for i in keep]
+        if modality is not None:
+            records = dict(zip(seqs, self.store.get_by_seq(seqs)))
+            keep = [i for i, seq in enumerate(seqs) if records[seq] is not None and records[seq].modality == modality]
+            seqs = [seqs[i] for i in keep]
+            fingerprints = [fingerprints[i] for i in keep]
+        if not seqs:
+            return Retrieval([], 0, timings, _STAGE4_INACTIVE)
+        scores = self._space_scores(query, fingerprints, causal_direction)
+        space_ranks = {space: ranks(values) for space, values in scores.items()}
+        fused = rrf(space_ranks, s.space_weights, s.rrf_k)
+        lap("s3_rrf_fusion")
+        lap("s4_alignment_filter")
+
+        # S5: MaxSim rerank of the fused head.
+        order = np.argsort(-fused, kind="stable")
+        head = order[: max(s.rerank_head, top_k)]
+        final = fused[head] / fused[head].max()
+        if s.rerank_weight > 0:
+            maxsim = scores[LATE][head]
+            final = (1 - s.rerank_weight) * final + s.rerank_weight * maxsim
+        reranked = head[np.argsort(-final, kind="stable")]
+        final_by_index = dict(zip(head.tolist(), final.tolist()))
+        lap("s5_maxsim_rerank")
+
+        found: list[Found] = []
+        chosen = [i for i in reranked.tolist() if scores[SEMANTIC][i] >= min_similarity][:top_k]
+        records = self.store.get_by_seq([seqs[i] for i in chosen])
+        for i, record in zip(chosen, records):
+            if record is None:
+                continue
+            found.append(Found(
+                record=record,
+                score=round(float(final_by_index[i]), 6),
+                similarity=round(float(scores[SEMANTIC][i]), 6),
+                space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
+            ))
+        lap("fetch_records")
+        return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE)
+
+    def _space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
+        scores: dict[int, np.ndarray] = {}
+        for space in SPACES:
+            embedder = self.embedders[space.id]
+            column = [fp[space.id] for fp in docs]
+            if space.kind == "sparse":
+                # tf weights from the embedder, idf from the index's document frequencies (BM25-style)
+                scores[space.id] = self.indexes.score_sparse(space.id, query[space.id], column)
+            elif space.id == 5:
+                scores[space.id] = embedder.similarity(query[space.id], column, direction=causal_direction)
+            else:
+                scores[space.id] = np.asarray(embedder.similarity(query[space.id], column), dtype=np.float64)
+        return scores
+
+
+_STAGE4_INACTIVE = "inactive: no north star yet (auto_bootstrap_north_star arrives with the autonomous tools)"

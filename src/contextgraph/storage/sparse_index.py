@@ -1,0 +1,234 @@
+"""An inverted index for one sparse space (E6 hashed buckets, E13 WordPiece ids); labels are memory seqs.
+
+Each term owns two append-only arrays (document slots, weights) with spare capacity, so adding a document is a
+few scalar writes per term. Documents get dense slots 0..n-1 so that scoring accumulates each query term's
+postings into one dense score array. A delete is a tombstone on the slot, skipped when scoring and dropped by
+`compact()` once tombstones pile up.
+
+The embedders give term-frequency weights (log(1 + tf)); the index supplies the idf at query time, from the
+live document frequency, BM25-style:  score(d) = Σ_t q_t · d_t · ln(1 + (N − df_t + 0.5) / (df_t + 0.5)).
+
+A cache, rebuildable from the store. Not thread-safe for mutation: IndexSet serialises mutation against searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from contextgraph.fingerprint import Sparse
+
+_EMPTY_I = np.zeros(0, dtype=np.int32)
+_EMPTY_F = np.zeros(0, dtype=np.float32)
+_COMPACT_MIN = 1024  # tombstones before compaction is considered ...
+_COMPACT_SHARE = 0.25  # ... and the share of all slots they must reach
+
+
+class SparseIndex:
+    def __init__(self) -> None:
+        self._docs: list[np.ndarray] = []  # per term: int32 slots; capacity = len(array), used = self._used[t]
+        self._wts: list[np.ndarray] = []  # per term: float32 weights, same layout
+        self._used: list[int] = []
+        self._seq = np.zeros(1024, dtype=np.int64)  # slot → seq
+        self._dead = np.zeros(1024, dtype=bool)  # slot → tombstoned
+        self._slots = 0
+        self._n_dead = 0
+        self._slot_of: dict[int, int] = {}  # seq → slot, live documents only
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    # --- mutation ----------------------------------------------------------------------------------------------
+
+    def _grow_terms(self, top: int) -> None:
+        extra = top - len(self._docs)
+        if extra > 0:
+            self._docs.extend([_EMPTY_I] * extra)
+            self._wts.extend([_EMPTY_F] * extra)
+            self._used.extend([0] * extra)
+
+    def _reserve(self, term: int, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(slots array, weights array, first free position) of `term`, with room for n more postings."""
+        used = self._used[term]
+        docs, wts = self._docs[term], self._wts[term]
+        if used + n > len(docs):
+            cap = max(used + n, 2 * len(docs), 4)
+            grown_d = np.empty(cap, dtype=np.int32)
+            grown_w = np.empty(cap, dtype=np.float32)
+            grown_d[:used] = docs[:used]
+            grown_w[:used] = wts[:used]
+            self._docs[term] = docs = grown_d
+            self._wts[term] = wts = grown_w
+        self._used[term] = used + n
+        return docs, wts, used
+
+    def add(self, seqs: Sequence[int], vectors: Sequence[Sparse]) -> None:
+        for seq in seqs:
+            if seq in self._slot_of:  # re-adding replaces
+                self.remove(seq)
+        n = len(seqs)
+        if not n:
+            return
+        first = self._slots
+        if first + n > len(self._seq):
+            cap = max(first + n, 2 * len(self._seq))
+            self._seq = np.resize(self._seq, cap)
+            self._dead = np.concatenate([self._dead[:first], np.zeros(cap - first, dtype=bool)])
+        self._seq[first : first + n] = seqs
+        self._slots += n
+        for i, seq in enumerate(seqs):
+            self._slot_of[int(seq)] = first + i
+        if n == 1:  # the common case (one memory stored): scalar writes, no sorting
+            v = vectors[0]
+            if len(v):
+                self._grow_terms(int(v.indices.max()) + 1)
+                for t, w in zip(v.indices.tolist(), v.values.tolist()):
+                    docs, wts, at = self._reserve(t, 1)
+                    docs[at] = first
+                    wts[at] = w
+            return
+        # a batch (rebuild, catch-up): group the postings by term, then one slice append per term
+        lengths = np.fromiter((len(v) for v in vectors), dtype=np.int64, count=n)
+        if not lengths.sum():
+            return
+        terms = np.concatenate([v.indices for v in vectors]).astype(np.int64)
+        weights = np.concatenate([v.values for v in vectors]).astype(np.float32)
+        slots = np.repeat(np.arange(first, first + n, dtype=np.int32), lengths)
+        order = np.argsort(terms, kind="stable")
+        terms, weights, slots = terms[order], weights[order], slots[order]
+        self._grow_terms(int(terms[-1]) + 1)
+        bounds = np.flatnonzero(np.diff(terms)) + 1
+        starts = np.concatenate([[0], bounds]).tolist()
+        ends = np.concatenate([bounds, [len(terms)]]).tolist()
+        for t, a, b in zip(terms[starts].tolist(), starts, ends):
+            docs, wts, at = self._reserve(t, b - a)
+            docs[at : at + b - a] = slots[a:b]
+            wts[at : at + b - a] = weights[a:b]
+
+    def remove(self, seq: int) -> None:
+        slot = self._slot_of.pop(seq, None)
+        if slot is None:
+            return
+        self._dead[slot] = True
+        self._n_dead += 1
+        if self._n_dead >= _COMPACT_MIN and self._n_dead >= _COMPACT_SHARE * self._slots:
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop tombstoned postings and renumber slots densely (O(postings))."""
+        if not self._n_dead:
+            return
+        keep = ~self._dead[: self._slots]
+        renumber = (np.cumsum(keep) - 1).astype(np.int32)
+        for t, used in enumerate(self._used):
+            if used:
+                docs = self._docs[t][:used]
+                live = keep[docs]
+                self._docs[t] = renumber[docs[live]]
+                self._wts[t] = self._wts[t][:used][live]
+                self._used[t] = len(self._docs[t])
+        seqs = self._seq[: self._slots][keep]
+        self._slots = len(seqs)
+        self._seq = np.resize(seqs, max(1024, self._slots))
+        self._dead = np.zeros(len(self._seq), dtype=bool)
+        self._n_dead = 0
+        self._slot_of = {int(s): i for i, s in enumerate(seqs)}
+
+    # --- scoring -----------------------------------------------------------------------------------------------
+
+    def _df(self, term: int) -> int:
+        """Live documents containing `term` (tombstoned postings are not counted)."""
+        used = self._used[term] if 0 <= term < len(self._used) else 0
+        if used and self._n_dead:
+            used -= int(np.count_nonzero(self._dead[self._docs[term][:used]]))
+        return used
+
+    def idf(self, terms: np.ndarray) -> np.ndarray:
+        """float64 idf of each term (a term in no document gets the largest idf)."""
+        df = np.array([self._df(t) for t in np.asarray(terms).tolist()], dtype=np.float64)
+        return np.log1p((len(self._slot_of) - df + 0.5) / (df + 0.5))
+
+    def search(self, query: Sparse, k: int) -> list[tuple[int, float]]:
+        """The k best documents as (seq, score), best first, ties by seq; only documents sharing a term."""
+        if k <= 0 or not self._slot_of:
+            return []
+        scores = np.zeros(self._slots)
+        idf = self.idf(query.indices)
+        for t, q, w_idf in zip(query.indices.tolist(), query.values.tolist(), idf.tolist()):
+            used = self._used[t] if 0 <= t < len(self._used) else 0
+            if used:
+                # a document occurs once per term, so a fancy-index add is exact (no np.add.at needed); per term
+                # it measured ~1.5x faster than one bincount over the concatenated postings (no concatenation)
+                scores[self._docs[t][:used]] += self._wts[t][:used] * (q * w_idf)
+        cand = np.flatnonzero(scores)  # a document with no shared term scores exactly 0
+        if self._n_dead:
+            cand = cand[~self._dead[cand]]
+        neg = -scores[cand]
+        if len(cand) > k:  # everything scoring as high as the k-th, then (score, seq) order: ties are stable
+            keep = neg <= np.partition(neg, k - 1)[k - 1]
+            cand, neg = cand[keep], neg[keep]
+        cand = cand[np.lexsort((self._seq[cand], neg))][:k]
+        return list(zip(self._seq[cand].tolist(), scores[cand].tolist()))
+
+    def score(self, query: Sparse, docs: Sequence[Sparse]) -> np.ndarray:
+        """float64 [len(docs)]: the same score as `search` for given documents (indexed or not), e.g. the
+        candidates of a fused retrieval."""
+        out = np.zeros(len(docs))
+        q_terms = np.asarray(query.indices, dtype=np.int64)
+        if not len(q_terms) or not len(docs):
+            return out
+        order = np.argsort(q_terms)  # sorted by contract; sorting again costs nothing and guards searchsorted
+        q_terms = q_terms[order]
+        q = np.asarray(query.values, dtype=np.float64)[order] * self.idf(q_terms)
+        lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+        if not lengths.sum():
+            return out
+        terms = np.concatenate([d.indices for d in docs]).astype(np.int64)
+        weights = np.concatenate([d.values for d in docs]).astype(np.float64)
+        owner = np.repeat(np.arange(len(docs)), lengths)
+        pos = np.minimum(np.searchsorted(q_terms, terms), len(q_terms) - 1)
+        hit = q_terms[pos] == terms
+        return np.bincount(owner[hit], weights=weights[hit] * q[pos[hit]], minlength=len(docs))
+
+    # --- persistence -------------------------------------------------------------------------------------------
+
+    def save(self, path: Path | str) -> None:
+        """One .npz in CSR form (live postings only, slots renumbered); does not modify the index."""
+        keep = ~self._dead[: self._slots]
+        renumber = (np.cumsum(keep) - 1).astype(np.int32)
+        counts = np.zeros(len(self._used), dtype=np.int64)
+        docs, wts = [], []
+        for t, used in enumerate(self._used):
+            if used:
+                d = self._docs[t][:used]
+                live = keep[d]
+                docs.append(renumber[d[live]])
+                wts.append(self._wts[t][:used][live])
+                counts[t] = len(docs[-1])
+        with open(path, "wb") as f:
+            np.savez(
+                f,
+                indptr=np.concatenate([[0], np.cumsum(counts)]),
+                docs=np.concatenate(docs) if docs else _EMPTY_I,
+                weights=np.concatenate(wts) if wts else _EMPTY_F,
+                seqs=self._seq[: self._slots][keep],
+            )
+
+    @classmethod
+    def load(cls, path: Path | str) -> SparseIndex:
+        with np.load(path) as data:
+            indptr, docs, wts, seqs = data["indptr"], data["docs"], data["weights"], data["seqs"]
+        self = cls()
+        bounds = indptr.tolist()
+        # Each term's arrays are views into the loaded ones, full to capacity: the first append to a term
+        # copies it out (see _reserve), so a view is never written through.
+        self._docs = [docs[a:b] if b > a else _EMPTY_I for a, b in zip(bounds, bounds[1:])]
+        self._wts = [wts[a:b] if b > a else _EMPTY_F for a, b in zip(bounds, bounds[1:])]
+        self._used = np.diff(indptr).tolist()
+        self._slots = len(seqs)
+        self._seq = np.resize(seqs.astype(np.int64), max(1024, self._slots))
+        self._dead = np.zeros(len(self._seq), dtype=bool)
+        self._slot_of = {int(s): i for i, s in enumerate(seqs.tolist())}
+        return self

@@ -1,0 +1,130 @@
+"""Core memory tools (seed 004): store, inject with UTL, search, and the graph manifest. Handlers are thin: one
+service call each, the payload shaped here."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from contextgraph.constitution import constitution
+from contextgraph.fingerprint import MODALITIES
+from contextgraph.services.manifest import build_manifest
+from contextgraph.services.memory import NewMemory
+from contextgraph.tools.context import ToolContext
+from contextgraph.tools.spec import Args, ToolSpec
+
+_V = constitution()["validation"]
+Modality = Literal[MODALITIES]  # type: ignore[valid-type]
+MemoryId = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$")
+
+
+class _MemoryArgs(Args):
+    content: str = Field(min_length=_V["content"]["min_length"], max_length=_V["content"]["max_length"],
+                         description="The memory's text. API keys, passwords, tokens, SSNs and card numbers are "
+                                     "redacted before anything is stored.")
+    rationale: str = Field(min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
+                           description="Why this is worth remembering (10-1000 characters).")
+    modality: Modality = Field("text", description="What kind of content this is.")
+    importance: float = Field(0.5, ge=_V["importance"]["min"], le=_V["importance"]["max"],
+                              description="How much this matters, 0-1.")
+    tags: list[str] = Field(default_factory=list, max_length=32, description="Labels for filtering and grouping.")
+    link_to: list[str] = Field(default_factory=list, max_length=32,
+                               description="Ids of existing memories this one relates to.")
+    session_id: str | None = Field(None, min_length=1, max_length=128,
+                                   description="Groups memories of one working session; defaults to the connection.")
+
+    def to_new_memory(self, ctx: ToolContext) -> NewMemory:
+        return NewMemory(
+            content=self.content,
+            rationale=self.rationale,
+            modality=self.modality,
+            importance=self.importance,
+            tags=tuple(dict.fromkeys(t.strip() for t in self.tags if t.strip())),
+            link_to=tuple(dict.fromkeys(self.link_to)),
+            session=self.session_id or ctx.session,
+        )
+
+
+class StoreArgs(_MemoryArgs):
+    pass
+
+
+async def store_memory(ctx: ToolContext, args: StoreArgs) -> dict[str, Any]:
+    stored = await ctx.app.memory.store(args.to_new_memory(ctx))
+    return stored.payload()
+
+
+class InjectArgs(_MemoryArgs):
+    related_k: int = Field(5, ge=0, le=20, description="How many related memories to return (0 for none).")
+
+
+async def inject_context(ctx: ToolContext, args: InjectArgs) -> dict[str, Any]:
+    injected = await ctx.app.memory.inject(args.to_new_memory(ctx), related_k=args.related_k)
+    return injected.payload()
+
+
+class SearchArgs(Args):
+    spellings = {"topK": "top_k", "minSimilarity": "min_similarity"}
+    query: str = Field(min_length=_V["query"]["min_length"], max_length=_V["query"]["max_length"],
+                       description="What to look for, in your own words.")
+    top_k: int = Field(10, ge=_V["top_k"]["min"], le=_V["top_k"]["max"], description="Most results to return.")
+    min_similarity: float = Field(0.0, ge=_V["min_similarity"]["min"], le=_V["min_similarity"]["max"],
+                                  description="Drop results whose semantic (E1) similarity is below this.")
+    modality: Modality | None = Field(None, description="Only memories of this modality.")
+    include_breakdown: bool = Field(False, description="Add per-space ranks and per-stage timings to each result.")
+
+
+async def search_graph(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
+    result = await ctx.app.memory.search(args.query, top_k=args.top_k, min_similarity=args.min_similarity,
+                                         modality=args.modality, breakdown=args.include_breakdown)
+    return result.payload()
+
+
+class ManifestArgs(Args):
+    pass
+
+
+async def get_graph_manifest(ctx: ToolContext, args: ManifestArgs) -> dict[str, Any]:
+    return await build_manifest(ctx.app)
+
+
+TOOLS = (
+    ToolSpec(
+        "store_memory",
+        "core",
+        "Store a memory: content plus a rationale, with tags, modality, importance and optional links to existing "
+        "memories. It gets a 13-embedding fingerprint and is durable when this returns. Search first to avoid "
+        "duplicates.",
+        StoreArgs,
+        store_memory,
+        keywords=("remember", "save", "write", "add", "note", "persist"),
+    ),
+    ToolSpec(
+        "inject_context",
+        "core",
+        "Store context with UTL analysis: returns how novel it is per embedding space (entropy), how well it "
+        "connects (coherence), the learning score, and the memories most related to it.",
+        InjectArgs,
+        inject_context,
+        keywords=("learn", "ingest", "context", "novelty", "related", "utl"),
+    ),
+    ToolSpec(
+        "search_graph",
+        "core",
+        "Search memories by meaning: fuses 13 embedding spaces (sparse keywords, dense semantics, time, causality, "
+        "code, entities, token-level matching) and returns the best matches with scores.",
+        SearchArgs,
+        search_graph,
+        keywords=("find", "recall", "lookup", "query", "retrieve", "semantic"),
+    ),
+    ToolSpec(
+        "get_graph_manifest",
+        "core",
+        "Describe the memory system: its five layers and their live status, each embedding space with the model "
+        "or method in use and its dimension, and the size of every index.",
+        ManifestArgs,
+        get_graph_manifest,
+        keywords=("manifest", "architecture", "embedders", "status", "indexes", "models"),
+    ),
+)

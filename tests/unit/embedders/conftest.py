@@ -1,0 +1,58 @@
+"""One ONNX backbone per test session: the first run exports the graph into a temporary cache (several
+seconds); every test shares it."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest  # noqa: E402
+
+from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir  # noqa: E402
+from contextgraph.embedders.base import MemoryInput  # noqa: E402
+from contextgraph.embedders.pipeline import FingerprintPipeline  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="session")
+def backbone(model_cache) -> OnnxBackbone:
+    return OnnxBackbone(default_model_dir(), model_cache)
+
+
+@pytest.fixture(scope="session")
+def pipeline(backbone) -> FingerprintPipeline:
+    return FingerprintPipeline(backbone)
+
+
+@pytest.fixture(scope="session")
+def memory(backbone):
+    """memory("text", modality=..., timestamp=...) → a MemoryInput encoded by the shared backbone."""
+
+    def make(text: str, **fields) -> MemoryInput:
+        return MemoryInput(encoded=backbone.encode([text])[0], **fields)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def sample_texts() -> tuple[str, ...]:
+    return SAMPLE_TEXTS
+
+
+SAMPLE_TEXTS = (
+    "The build failed because the cache was stale.",
+    "A stale cache leads to failed builds.",
+    "ContextGraph stores memories in LMDB and indexes them with HNSW.",
+    "def load_config(path):\n    with open(path) as f:\n        return yaml.safe_load(f)",
+    "Yesterday we walked along the river and talked about holidays in Portugal.",
+    "Upgrade numpy to 2.4.6 and see https://numpy.org/doc/stable/release.html for details.",
+    "",
+    "ok",
+    "Ünïcödé tëxt with émojis 🎉 and 中文字符 mixed in.",
+    "const userName = getUserName(request.session); // camelCase identifiers",
+)
