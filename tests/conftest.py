@@ -18,14 +18,33 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def settings(tmp_path) -> Settings:
-    return Settings.from_env({"CONTEXTGRAPH_HOME": str(tmp_path / "home"), "CONTEXTGRAPH_LOG_LEVEL": "error"})
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    """One exported ONNX graph for the whole session (the export takes several seconds)."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="session")
+def make_settings(model_cache):
+    """make_settings(home, CONTEXTGRAPH_PROFILE="core", ...) → Settings sharing the session's model cache."""
+
+    def make(home, **env: str) -> Settings:
+        return Settings.from_env({"CONTEXTGRAPH_HOME": str(home), "CONTEXTGRAPH_LOG_LEVEL": "error",
+                                  "CONTEXTGRAPH_MODEL_CACHE": str(model_cache), **env})
+
+    return make
 
 
 @pytest.fixture
-def app(settings) -> App:
-    return build_app(settings)
+def settings(tmp_path, make_settings) -> Settings:
+    return make_settings(tmp_path / "home")
+
+
+@pytest.fixture
+def app(settings):
+    app = build_app(settings)
+    yield app
+    app.memory.close()
 
 
 @pytest.fixture

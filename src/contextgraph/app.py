@@ -10,6 +10,7 @@ from contextgraph import log
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution, constitution
 from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.memory import MemoryService
 from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
 from contextgraph.tools.dispatch import Dispatcher
 from contextgraph.tools.registry import Registry, build_registry
@@ -23,6 +24,7 @@ class App:
     cognition: CognitiveState
     scratchpads: Scratchpads
     registry: Registry
+    memory: MemoryService
     dispatcher: Dispatcher = field(init=False)
     started_at: float = field(default_factory=time.time)
 
@@ -35,11 +37,13 @@ def build_app(settings: Settings, *, registry: Registry | None = None, configure
     ring = log.LogRing(int(c.get("logging.ring_buffer_size")))
     if configure_logging:
         log.configure(settings.log_level, ring)
+    cognition = CognitiveState(c)
     return App(
         settings=settings,
         constitution=c,
         log_ring=ring,
-        cognition=CognitiveState(c),
+        cognition=cognition,
         scratchpads=Scratchpads(ScratchpadLimits.from_constitution(c)),
         registry=registry or build_registry(c, settings.profile),
+        memory=MemoryService(settings, c, cognition),  # opens the store and loads the model lazily
     )

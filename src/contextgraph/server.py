@@ -123,6 +123,9 @@ def _envelope_middleware(app: App):
                 result["_cognitive_pulse"] = structured.get(PULSE_KEY) or app.cognition.pulse()
             return result
         result = await call_next(ctx)
+        if ctx.method == "tools/list":
+            # The host has what it needs to start; now warm the store and the model in the background.
+            app.memory.start_model_load()
         if ctx.method == "tools/list" and isinstance(result, dict):
             # The SDK's Tool model drops unknown fields; seed 000 FR-011 wants `aliases` on the tool itself.
             for tool in result.get("tools", []):

@@ -6,7 +6,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextgraph.app import build_app
-from contextgraph.config import Settings
 from contextgraph.constitution import constitution
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
@@ -21,9 +20,8 @@ json_values = st.recursive(
 )
 
 
-def _app(tmp_path_factory):
-    home = tmp_path_factory.mktemp("fuzz")
-    return build_app(Settings.from_env({"CONTEXTGRAPH_HOME": str(home), "CONTEXTGRAPH_LOG_LEVEL": "error"}))
+def _app(tmp_path_factory, make_settings):
+    return build_app(make_settings(tmp_path_factory.mktemp("fuzz")))
 
 
 def _tool_and_arguments(registry):
@@ -38,8 +36,8 @@ def _tool_and_arguments(registry):
     return names.flatmap(lambda n: st.tuples(st.just(n), arguments_for(n)))
 
 
-def test_no_tool_crashes_on_any_input(tmp_path_factory):
-    app = _app(tmp_path_factory)
+def test_no_tool_crashes_on_any_input(tmp_path_factory, make_settings):
+    app = _app(tmp_path_factory, make_settings)
 
     @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(_tool_and_arguments(app.registry))

@@ -15,6 +15,7 @@ NAME = re.compile(constitution()["tool_name_pattern"])
 
 # The tools this issue delivers; each later issue extends this set with its own.
 EXPECTED = {
+    "store_memory", "inject_context", "search_graph", "get_graph_manifest",
     "tool_find", "tool_describe", "tool_load", "tool_active", "tool_call",
     "get_system_instructions", "get_system_logs", "temporary_scratchpad",
 }
@@ -60,8 +61,10 @@ def test_category_modules_are_an_explicit_tuple_without_duplicates():
 
 
 def test_rationale_rule_names_spec_d5_tools():
+    # SPEC D5's four, and inject_context, whose rationale seed 004 marks required: a missing rationale is
+    # -32009 wherever one is required, never -32602.
     assert set(constitution().get("validation.rationale_required")) == {
-        "store_memory", "merge_concepts", "forget_concept", "boost_importance"}
+        "store_memory", "merge_concepts", "forget_concept", "boost_importance", "inject_context"}
 
 
 def test_ci_runs_the_readme_test_command():

@@ -8,7 +8,6 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from contextgraph.app import build_app
-from contextgraph.config import Settings
 from contextgraph.server import PULSE_META_KEY, build_server
 from contextgraph.tools.registry import Alias, Registry
 from contextgraph.tools.spec import Args, ToolSpec
@@ -87,9 +86,8 @@ async def test_aliases_in_tools_list_and_callable(settings, mode):
         assert result.structured_content["goals"] == []
 
 
-async def test_tool_load_notifies_a_handshake_client(tmp_path):
-    app = build_app(Settings.from_env({"CONTEXTGRAPH_HOME": str(tmp_path), "CONTEXTGRAPH_PROFILE": "core",
-                                       "CONTEXTGRAPH_LOG_LEVEL": "error"}))
+async def test_tool_load_notifies_a_handshake_client(tmp_path, make_settings):
+    app = build_app(make_settings(tmp_path, CONTEXTGRAPH_PROFILE="core"))
     changed = anyio.Event()
 
     async def on_message(message):
@@ -107,9 +105,8 @@ async def test_tool_load_notifies_a_handshake_client(tmp_path):
         assert "get_system_logs" in names
 
 
-async def test_tool_load_notifies_a_discover_mode_listener(tmp_path):
-    app = build_app(Settings.from_env({"CONTEXTGRAPH_HOME": str(tmp_path), "CONTEXTGRAPH_PROFILE": "core",
-                                       "CONTEXTGRAPH_LOG_LEVEL": "error"}))
+async def test_tool_load_notifies_a_discover_mode_listener(tmp_path, make_settings):
+    app = build_app(make_settings(tmp_path, CONTEXTGRAPH_PROFILE="core"))
     async with Client(build_server(app), mode="2026-07-28") as client:
         async with client.listen(tools_list_changed=True) as subscription:
             await client.call_tool("tool_load", {"names": ["get_system_instructions"]})

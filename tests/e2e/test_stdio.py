@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+from contextgraph.constitution import constitution
+from contextgraph.tools.registry import build_registry
+
 pytestmark = pytest.mark.anyio
 SCRIPT = Path(sys.executable).parent / "contextgraph"
 PULSE_FIELDS = {"entropy", "coherence", "learning_score", "quadrant", "suggested_action"}
@@ -121,7 +124,8 @@ def test_cli_help_tools_and_doctor(tmp_path):
         assert out.returncode == 0 and "usage: contextgraph" in out.stdout
     tools = run_cli("tools", home=tmp_path)
     assert tools.returncode == 0
-    assert "tool_find" in tools.stdout and "discovery" in tools.stdout and "8 tools" in tools.stdout
+    registered = len(build_registry(constitution(), "all").specs)
+    assert "tool_find" in tools.stdout and "discovery" in tools.stdout and f"{registered} tools" in tools.stdout
     doctor = run_cli("doctor", home=tmp_path)
     assert doctor.returncode == 0, doctor.stdout
     assert "default model: all-MiniLM-L6-v2" in doctor.stdout and "data directory" in doctor.stdout

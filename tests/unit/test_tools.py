@@ -3,7 +3,6 @@
 import pytest
 
 from contextgraph.app import build_app
-from contextgraph.config import Settings
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.dispatch import ToolCallFailed
 
@@ -46,9 +45,8 @@ async def test_tool_describe(call, app):
 
 # -- tool_load / tool_active ---------------------------------------------------------------------------------
 @pytest.fixture
-def core_app(tmp_path):
-    return build_app(Settings.from_env({"CONTEXTGRAPH_HOME": str(tmp_path), "CONTEXTGRAPH_PROFILE": "core",
-                                        "CONTEXTGRAPH_LOG_LEVEL": "error"}))
+def core_app(tmp_path, make_settings):
+    return build_app(make_settings(tmp_path, CONTEXTGRAPH_PROFILE="core"))
 
 
 async def test_tool_load_is_idempotent_and_notifies_once(core_app):

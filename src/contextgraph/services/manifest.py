@@ -26,7 +26,7 @@ async def build_manifest(app: Any) -> dict[str, Any]:
     else:
         embedders = [{"space": s.id, "name": s.name, "kind": s.kind, "dim": None, "method": None} for s in SPACES]
         perception = {"status": memory.model_status()}
-    store = memory.store
+    store = memory.record_store
     count = store.count()
     index_sizes = memory.indexes.sizes()
     registry = app.registry

@@ -156,7 +156,8 @@ class MemoryService:
             self._store = store
 
     def start_model_load(self) -> None:
-        """Load the transformer in a background thread, so initialize and tools/list answer at once."""
+        """Open the store and load the transformer in a background thread, so initialize and tools/list answer
+        at once; callers that need either wait for it."""
         with self._open_lock:
             if self._loader is not None:
                 return
@@ -165,6 +166,7 @@ class MemoryService:
 
     def _load_pipeline(self) -> None:
         try:
+            self.open()
             from contextgraph.embedders.pipeline import build_pipeline
 
             started = time.perf_counter()
@@ -243,7 +245,7 @@ class MemoryService:
 
     # -- read-only views for the manifest -----------------------------------------------------------------------
     @property
-    def store(self) -> Any:
+    def record_store(self) -> Any:
         self.open()
         return self._store
 

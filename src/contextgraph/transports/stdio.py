@@ -98,7 +98,10 @@ async def serve_stdio(app: App) -> None:
     parse_code = app.constitution.error("PARSE_ERROR").code
     server_in, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     server_write, server_out = anyio.create_memory_object_stream[SessionMessage](0)
-    async with stdio_server() as (wire_in, wire_out), anyio.create_task_group() as tg:
-        tg.start_soon(lambda: relay_stdio(wire_in, wire_out, server_in, server_out,
-                                          drain_seconds=drain, parse_code=parse_code))
-        await server.run(server_read, server_write, server.create_initialization_options())
+    try:
+        async with stdio_server() as (wire_in, wire_out), anyio.create_task_group() as tg:
+            tg.start_soon(lambda: relay_stdio(wire_in, wire_out, server_in, server_out,
+                                              drain_seconds=drain, parse_code=parse_code))
+            await server.run(server_read, server_write, server.create_initialization_options())
+    finally:
+        await anyio.to_thread.run_sync(app.memory.close)  # saves the indexes; the store is already durable

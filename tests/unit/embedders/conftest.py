@@ -15,11 +15,6 @@ from contextgraph.embedders.pipeline import FingerprintPipeline  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def model_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("model-cache")
-
-
-@pytest.fixture(scope="session")
 def backbone(model_cache) -> OnnxBackbone:
     return OnnxBackbone(default_model_dir(), model_cache)
 
