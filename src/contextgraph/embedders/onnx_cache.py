@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -48,18 +49,26 @@ def model_hash(info: ModelInfo, cache_dir: Path) -> str:
     return digest
 
 
+# One export at a time per process: transformers' lazy module imports are not thread-safe (two loader threads
+# importing it at once get "cannot import name 'AutoModel'"), and a second export would only repeat the first.
+# Across processes the atomic rename in _publish keeps racing exports safe.
+_EXPORT_LOCK = threading.Lock()
+
+
 def cached_graph(info: ModelInfo, cache_dir: Path, *, quantized: bool = False) -> Path:
     """The path of the model's ONNX graph (fp32 fused, or int8 per-channel), exporting it first if absent."""
     model_cache = Path(cache_dir) / model_hash(info, cache_dir)
     fp32 = model_cache / FP32_NAME
-    if not fp32.is_file():
-        _publish(fp32, lambda tmp: _export_fp32(info, tmp))
-    if not quantized:
-        return fp32
     int8 = model_cache / INT8_NAME
-    if not int8.is_file():
-        _publish(int8, lambda tmp: _quantize_int8(fp32, tmp))
-    return int8
+    wanted = int8 if quantized else fp32
+    if wanted.is_file():
+        return wanted
+    with _EXPORT_LOCK:
+        if not fp32.is_file():
+            _publish(fp32, lambda tmp: _export_fp32(info, tmp))
+        if quantized and not int8.is_file():
+            _publish(int8, lambda tmp: _quantize_int8(fp32, tmp))
+    return wanted
 
 
 def _export_fp32(info: ModelInfo, dest: Path) -> None:
