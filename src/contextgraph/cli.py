@@ -34,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Print every registered tool: name, category, aliases, description.")
     common(tools)
 
+    reindex = commands.add_parser("reindex", help="rebuild every index from the store",
+                                  description="Rebuild every per-space index of the data directory from LMDB, "
+                                              "the source of truth, with a progress bar; then save them.")
+    common(reindex)
+
     doctor = commands.add_parser("doctor", help="check the installation and data directory",
                                  description="Check data directory, model availability and package versions; "
                                              "print what is missing and how to fix it.")
@@ -86,6 +91,18 @@ def _tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reindex(args: argparse.Namespace) -> int:
+    from contextgraph.storage.maintenance import STORE_DIR, reindex
+
+    settings = _settings(args)
+    if not (settings.home / STORE_DIR).is_dir():
+        print(f"contextgraph: no store in {settings.home}; nothing to reindex", file=sys.stderr)
+        return 1
+    sizes = reindex(settings.home)
+    print(", ".join(f"E{space}: {size}" for space, size in sorted(sizes.items())) or "empty store")
+    return 0
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from contextgraph.doctor import report, run_checks
 
@@ -99,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
-        return {"serve": _serve, "tools": _tools, "doctor": _doctor}[args.command](args)
+        return {"serve": _serve, "tools": _tools, "reindex": _reindex, "doctor": _doctor}[args.command](args)
     except SettingsError as exc:  # e.g. CONTEXTGRAPH_PROFILE names no profile
         print(f"contextgraph: {exc}", file=sys.stderr)
         return 2

@@ -74,6 +74,26 @@ def check_model() -> Check:
     return Check("default model", True, f"all-MiniLM-L6-v2 at {model_dir}")
 
 
+def check_store(home: Path) -> Check:
+    from contextgraph.storage.lmdb_store import LmdbStore
+    from contextgraph.storage.maintenance import STORE_DIR
+
+    path = home / STORE_DIR
+    if not path.is_dir():
+        return Check("store", True, "empty (created on first store)")
+    try:
+        with LmdbStore(path, readonly=True) as store:
+            problems = store.check()
+            count = store.count()
+    except Exception as exc:  # report, never crash: doctor is what people run when things are broken
+        return Check("store", False, f"{path} cannot be opened: {type(exc).__name__}: {exc}",
+                     "restore the data directory from a backup")
+    if problems:
+        return Check("store", False, f"{count} memories, {len(problems)} inconsistencies: {problems[0]}",
+                     "contextgraph reindex rebuilds the indexes; report the store inconsistency")
+    return Check("store", True, f"{count} memories, consistent")
+
+
 def check_registry(settings: Settings) -> Check:
     from contextgraph.tools.registry import RegistryError, build_registry
 
@@ -96,6 +116,7 @@ def run_checks(settings: Settings) -> list[Check]:
     except ConstitutionError as exc:
         return [*checks, Check("constitution", False, str(exc), "restore constitution.yaml")]
     checks.append(check_data_dir(settings.home))
+    checks.append(check_store(settings.home))
     checks.extend(check_packages())
     checks.append(check_model())
     checks.append(check_registry(settings))

@@ -177,3 +177,26 @@ async def test_a_second_process_sees_the_first_ones_memories(app, settings, tmp_
         assert "result" in responses[2], responses[2]
         found = (await client.call_tool("search_graph", {"query": "red pandas"})).structured_content
         assert "red pandas" in found["results"][0]["content"]
+
+
+async def test_reindex_rebuilds_what_search_uses(app, settings):
+    async with Client(build_server(app), mode="legacy") as client:
+        for text, modality in MEMORIES:
+            await store(client, text, modality)
+        before = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
+    app.memory.close()
+    script = Path(sys.executable).parent / "contextgraph"
+    out = subprocess.run([str(script), "reindex", "--home", str(settings.home)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "E1: 5" in out.stdout and "5/5" in out.stderr
+    doctor = subprocess.run([str(script), "doctor", "--home", str(settings.home)], capture_output=True, text=True,
+                            timeout=120)
+    assert "5 memories, consistent" in doctor.stdout
+    reopened = build_app(settings)
+    try:
+        async with Client(build_server(reopened), mode="legacy") as client:
+            after = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
+    finally:
+        reopened.memory.close()
+    assert [r["id"] for r in after["results"]] == [r["id"] for r in before["results"]]

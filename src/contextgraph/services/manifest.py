@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextgraph.fingerprint import SPACES
+from contextgraph.storage.maintenance import STORE_DIR
 
 
 def _dir_bytes(path) -> int:
@@ -37,7 +38,7 @@ async def build_manifest(app: Any) -> dict[str, Any]:
         "layers": {
             "perception": {**perception, "embedders": embedders},
             "memory": {"status": "ready", "memories": count, "data_dir": str(memory.home),
-                       "store_bytes": _dir_bytes(memory.home / "store"), "indexes": index_sizes},
+                       "store_bytes": _dir_bytes(memory.home / STORE_DIR), "indexes": index_sizes},
             "reasoning": {"status": "ready" if count else "empty",
                           "stages": ["s1_sparse_prefilter (E13, E6)", "s2_dense_ann (E1 HNSW)",
                                      "s3_rrf_fusion (13 spaces)", "s4_alignment_filter", "s5_maxsim_rerank (E12)"],

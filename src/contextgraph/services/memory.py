@@ -24,6 +24,7 @@ from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
 from contextgraph.storage.base import MemoryRecord
+from contextgraph.storage.maintenance import INDEX_DIR
 
 _log = get_logger("storage")
 
@@ -146,11 +147,12 @@ class MemoryService:
                 return
             from contextgraph.storage.indexes import IndexSet
             from contextgraph.storage.lmdb_store import LmdbStore
+            from contextgraph.storage.maintenance import STORE_DIR
             from contextgraph.storage.writer import Writer
 
             self.home.mkdir(parents=True, exist_ok=True)
-            store = LmdbStore(self.home / "store")
-            indexes = IndexSet.open(self.home / "indexes", store)
+            store = LmdbStore(self.home / STORE_DIR)
+            indexes = IndexSet.open(self.home / INDEX_DIR, store)
             self._writer = Writer()
             self._indexes = indexes
             self._store = store
@@ -197,7 +199,7 @@ class MemoryService:
                 return
             try:
                 self._writer.close()
-                self._indexes.save(self.home / "indexes")
+                self._indexes.save(self.home / INDEX_DIR)
             finally:
                 self._store.close()
                 self._store = None
@@ -231,7 +233,7 @@ class MemoryService:
 
             self._indexes.catch_up(self._store)
             started = time.perf_counter()
-            (fingerprint,) = pipeline.embed([self._draft(pipeline, query, modality or "text", "query")])
+            (fingerprint,) = pipeline.embed([self._draft(query, modality or "text", None)])
             embed_ms = round((time.perf_counter() - started) * 1000, 3)
             retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
                                                       modality=modality, causal_direction=query_direction(query))
@@ -266,14 +268,16 @@ class MemoryService:
     def _retriever(self, pipeline: Any) -> Retriever:
         return Retriever(self._store, self._indexes, pipeline.embedders, self._retrieval_settings)
 
-    def _draft(self, pipeline: Any, text: str, modality: str, session: str, neighbours: tuple = ()) -> Any:
+    def _draft(self, text: str, modality: str, session: str | None, neighbours: tuple = ()) -> Any:
+        """A memory to fingerprint now: the next position in its session and in the store. A query (session
+        None) sits at the head of the store, so the temporal spaces favour what is recent."""
         from contextgraph.embedders.pipeline import Draft
 
         return Draft(
             text=text,
             modality=modality,
             timestamp=time.time(),
-            session_position=self._store.session_count(session),
+            session_position=0 if session is None else self._store.session_count(session),
             global_position=self._store.last_seq() + 1,
             neighbours=neighbours,
         )
@@ -290,7 +294,7 @@ class MemoryService:
             self._indexes.catch_up(self._store)
             neighbours = self._neighbour_vectors(links)
             started = time.perf_counter()
-            (fingerprint,) = pipeline.embed([self._draft(pipeline, content, new.modality, new.session, neighbours)])
+            (fingerprint,) = pipeline.embed([self._draft(content, new.modality, new.session, neighbours)])
             timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
             utl = self._novelty(fingerprint) if with_novelty else None
             return fingerprint, utl
