@@ -132,6 +132,7 @@ class MemoryService:
         self._open_lock = threading.Lock()
         self._store: Any = None
         self._indexes: Any = None
+        self._saved_seq = 0
         self._writer: Any = None
         self._pipeline: Any = None
         self._pipeline_ready = threading.Event()
@@ -155,6 +156,7 @@ class MemoryService:
             indexes = IndexSet.open(self.home / INDEX_DIR, store)
             self._writer = Writer()
             self._indexes = indexes
+            self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
 
     def start_model_load(self) -> None:
@@ -199,7 +201,10 @@ class MemoryService:
                 return
             try:
                 self._writer.close()
-                self._indexes.save(self.home / INDEX_DIR)
+                # Saving is a cache write (large at scale): skip it when nothing changed since the load.
+                self._indexes.catch_up(self._store)
+                if self._indexes.applied_seq != self._saved_seq:
+                    self._indexes.save(self.home / INDEX_DIR)
             finally:
                 self._store.close()
                 self._store = None
