@@ -1,5 +1,5 @@
-"""Command line: argv → Settings → serve / tools / doctor. No logic of its own; heavy imports happen inside the
-command that needs them, so `--help` and `tools` stay fast."""
+"""Command line: argv → Settings → serve / call / hooks / tools / reindex / doctor. No logic of its own; heavy
+imports happen inside the command that needs them, so `--help`, `tools` and `call` stay fast."""
 
 from __future__ import annotations
 
@@ -23,12 +23,58 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--profile", choices=("all", "core"),
                        help="tools listed at start: all, or core + curation + discovery (default $CONTEXTGRAPH_PROFILE or all)")
 
-    serve = commands.add_parser("serve", help="run the MCP server", description="Run the MCP server.")
-    serve.add_argument("--transport", choices=("stdio",), default="stdio",
-                       help="stdio: JSON-RPC on stdin/stdout, for Claude Code and scripts (default)")
-    serve.add_argument("--log-level", choices=("debug", "info", "warn", "error"),
-                       help="stderr log level (default $CONTEXTGRAPH_LOG_LEVEL or info)")
+    def network(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--host", help="address to bind or reach (default $CONTEXTGRAPH_HOST or 127.0.0.1; a "
+                                      "non-loopback bind needs a token)")
+        p.add_argument("--token", help="bearer token (default $CONTEXTGRAPH_TOKEN; prefer the variable: flags "
+                                       "show in the process list)")
+
+    def log_level(p: argparse.ArgumentParser, default: str) -> None:
+        p.add_argument("--log-level", choices=("debug", "info", "warn", "error"),
+                       help=f"stderr log level (default {default})")
+
+    serve = commands.add_parser(
+        "serve", help="run the MCP server", description="Run the MCP server. Every transport serves the same "
+        "engine and store; `all` serves TCP and HTTP from one process.")
+    serve.add_argument("--transport", choices=("stdio", "tcp", "http", "all"), default="stdio",
+                       help="stdio: JSON-RPC on stdin/stdout (default); tcp: newline-delimited JSON-RPC, one "
+                            "session per connection; http: /mcp (Streamable HTTP), /sse + /messages/ (legacy "
+                            "SSE), /health; all: tcp and http")
+    network(serve)
+    serve.add_argument("--port", type=int, help="port of the chosen transport (tcp: default $CONTEXTGRAPH_PORT or "
+                                                 "7878; http: default $CONTEXTGRAPH_HTTP_PORT or 7879; all: the "
+                                                 "TCP port); 0 picks a free one")
+    serve.add_argument("--http-port", type=int, help="HTTP port with --transport all (default "
+                                                      "$CONTEXTGRAPH_HTTP_PORT or 7879)")
+    serve.add_argument("--sse-heartbeat", type=float, metavar="SECONDS",
+                       help="legacy SSE heartbeat interval (default $CONTEXTGRAPH_SSE_HEARTBEAT or 30)")
+    log_level(serve, "$CONTEXTGRAPH_LOG_LEVEL or info")
     common(serve)
+
+    call = commands.add_parser(
+        "call", help="call one tool and print its payload",
+        description="Call one tool and print its payload (pulse included) as JSON on stdout; exit 1 with the "
+                    "error on stderr when it fails, 2 for usage errors. Uses the server listening on TCP at "
+                    "--host/--port when one answers, otherwise runs the call in this process on the same "
+                    "data directory.")
+    call.add_argument("tool", help="tool name or alias (contextgraph tools lists them)")
+    call.add_argument("arguments", nargs="?", default="{}", help="arguments as one JSON object (default {})")
+    call.add_argument("--hook", action="store_true",
+                      help="run as a Claude Code hook: read the hook's input JSON on stdin, derive the arguments "
+                           "(explicit ones win), print Claude Code hook output; failures exit 1, never 2")
+    network(call)
+    call.add_argument("--port", type=int, help="TCP port of a running server (default $CONTEXTGRAPH_PORT or 7878)")
+    log_level(call, "warn: only warnings and errors from an in-process call")
+    common(call)
+
+    hooks = commands.add_parser(
+        "hooks", help="print (or install) a Claude Code hooks configuration",
+        description="Print the Claude Code hooks that keep ContextGraph up to date (SessionStart: relevant "
+                    "memories and the pulse; PostToolUse on Edit|Write|MultiEdit: store the change). With "
+                    "--install, merge them into DIR/.claude/settings.json (default: the current directory), "
+                    "showing the change and keeping every other setting.")
+    hooks.add_argument("--install", nargs="?", const=".", metavar="DIR", help="project directory to install into")
+    common(hooks)
 
     tools = commands.add_parser("tools", help="print the tool registry",
                                 description="Print every registered tool: name, category, aliases, description.")
@@ -46,30 +92,142 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace):
+def _settings(args: argparse.Namespace, **overrides):
     from pathlib import Path
 
     from contextgraph.config import Settings
 
-    return Settings.from_env(
-        home=Path(args.home).expanduser() if args.home else None,
-        profile=args.profile,
-        log_level=getattr(args, "log_level", None),
-        transport=getattr(args, "transport", None),
-    )
+    flags = {
+        "home": Path(args.home).expanduser() if args.home else None,
+        "profile": args.profile,
+        "log_level": getattr(args, "log_level", None),
+        "transport": getattr(args, "transport", None),
+        "host": getattr(args, "host", None),
+        "token": getattr(args, "token", None),
+        "port": getattr(args, "port", None),
+        "http_port": getattr(args, "http_port", None),
+        "sse_heartbeat_seconds": getattr(args, "sse_heartbeat", None),
+    }
+    if flags["transport"] == "http" and flags["port"] is not None:  # --port names the chosen transport's port
+        flags["http_port"], flags["port"] = flags["port"], None
+    return Settings.from_env(**{**flags, **overrides})
 
 
 def _serve(args: argparse.Namespace) -> int:
     import anyio
 
     from contextgraph.app import build_app
-    from contextgraph.transports.stdio import serve_stdio
 
-    app = build_app(_settings(args))
+    settings = _settings(args)
+    if settings.transport == "stdio":
+        from contextgraph.transports.stdio import serve_stdio
+
+        app = build_app(settings)
+        try:
+            anyio.run(serve_stdio, app)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    from contextgraph.transports.network import serve_network, transports_of
+    from contextgraph.transports.security import check_bind
+
+    check_bind(settings)  # before anything is opened
+    app = build_app(settings)
+
+    async def run() -> None:
+        import signal
+
+        async with anyio.create_task_group() as tg:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            await serve_network(app, transports_of(settings.transport))
+
+    failures: list[OSError] = []
     try:
-        anyio.run(serve_stdio, app)
-    except KeyboardInterrupt:
-        pass
+        anyio.run(run)
+    except* OSError as group:  # e.g. the port is taken
+        failures.extend(_leaves(group))
+    for exc in failures:
+        print(f"contextgraph: cannot listen on {settings.host}: {exc}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _leaves(error: BaseException) -> list:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _call(args: argparse.Namespace) -> int:
+    import json
+
+    from contextgraph.shell import hooks
+    from contextgraph.shell.call import describe_failure, run_call
+
+    usage = 1 if args.hook else 2  # a hook must never exit 2: Claude Code would treat it as blocking
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as exc:
+        print(f"contextgraph call: the arguments are not JSON ({exc}); pass one JSON object, e.g. "
+              f"'{{\"query\": \"deploy\"}}'", file=sys.stderr)
+        return usage
+    if not isinstance(arguments, dict):
+        print("contextgraph call: the arguments must be one JSON object, e.g. '{\"query\": \"deploy\"}'",
+              file=sys.stderr)
+        return usage
+    event: dict = {}
+    if args.hook:
+        try:
+            event = json.loads(sys.stdin.read() or "{}")
+        except json.JSONDecodeError as exc:
+            print(f"contextgraph call --hook: the hook input on stdin is not JSON ({exc})", file=sys.stderr)
+            return 1
+        if not isinstance(event, dict):
+            event = {}
+        arguments = hooks.hook_arguments(args.tool, event, arguments)
+    settings = _settings(args)
+    if args.log_level is None and settings.log_level in ("debug", "info"):
+        settings = _settings(args, log_level="warn")
+    result = run_call(settings, args.tool, arguments)
+    if not result.ok:
+        print(describe_failure(args.tool, result), file=sys.stderr)
+        return 1
+    if args.hook:
+        output = hooks.hook_output(args.tool, event, result.payload or {})
+        if output is not None:
+            print(json.dumps(output, ensure_ascii=False))
+        return 0
+    print(json.dumps(result.payload, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _hooks(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from contextgraph.shell import hooks
+
+    script = Path(sys.argv[0]).absolute() if Path(sys.argv[0]).name == "contextgraph" else None
+    if script is None or not script.is_file():
+        script = Path(sys.executable).parent / "contextgraph"
+    config = hooks.hook_config(script, Path(args.home).expanduser().resolve() if args.home else None)
+    print(hooks.SESSION_END_NOTE, file=sys.stderr)
+    if args.install is None:
+        print(json.dumps(config, indent=2))
+        return 0
+    try:
+        path, diff = hooks.install(Path(args.install).expanduser().resolve(), config)
+    except (ValueError, OSError) as exc:
+        print(f"contextgraph hooks: {exc}", file=sys.stderr)
+        return 1
+    print(diff or f"{path}: already up to date", end="" if diff else "\n")
+    if diff:
+        print(f"merged into {path}", file=sys.stderr)
     return 0
 
 
@@ -116,7 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
-        return {"serve": _serve, "tools": _tools, "reindex": _reindex, "doctor": _doctor}[args.command](args)
+        commands = {"serve": _serve, "call": _call, "hooks": _hooks, "tools": _tools, "reindex": _reindex,
+                    "doctor": _doctor}
+        return commands[args.command](args)
     except SettingsError as exc:  # e.g. CONTEXTGRAPH_PROFILE names no profile
         print(f"contextgraph: {exc}", file=sys.stderr)
         return 2

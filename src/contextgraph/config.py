@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from contextgraph.constitution import constitution
 
 _LOG_LEVELS = ("debug", "info", "warn", "error")
 _RUNTIMES = ("auto", "onnx", "torch")
+TRANSPORTS = ("stdio", "tcp", "http", "all")  # all = tcp + http in one process, over one App
 
 
 class SettingsError(ValueError):
@@ -31,6 +32,16 @@ class Settings:
     quantized: bool = False
     device: str = "cpu"  # "cuda" lets runtime=auto serve the transformer with torch on a GPU
     model_cache_dir: Path | None = None  # exported ONNX graphs; default <home>/models
+    # Network transports (issue 6). Port 0 binds an ephemeral port (tests). A non-loopback host needs a token;
+    # with a token every HTTP request and every TCP connection must present it.
+    host: str = field(default_factory=lambda: _transport("default_host"))
+    port: int = field(default_factory=lambda: _transport("default_tcp_port"))  # TCP; where `call` looks
+    http_port: int = field(default_factory=lambda: _transport("default_http_port"))
+    token: str | None = None
+    sse_heartbeat_seconds: float = field(default_factory=lambda: _transport("sse_heartbeat_seconds"))
+    sse_grace_seconds: float = field(default_factory=lambda: _transport("sse_reconnect_grace_seconds"))
+    allowed_hosts: tuple[str, ...] = ()  # Host values accepted beyond loopback names and the bind host
+    allowed_origins: tuple[str, ...] = ()  # Origin values accepted beyond http(s)://<allowed host>
 
     @property
     def models_dir(self) -> Path:
@@ -38,10 +49,13 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        """CONTEXTGRAPH_HOME, CONTEXTGRAPH_PROFILE, CONTEXTGRAPH_LOG_LEVEL; keyword overrides (CLI flags) win
-        when not None."""
+        """CONTEXTGRAPH_HOME, CONTEXTGRAPH_PROFILE, CONTEXTGRAPH_LOG_LEVEL, CONTEXTGRAPH_HOST, CONTEXTGRAPH_PORT,
+        CONTEXTGRAPH_HTTP_PORT, CONTEXTGRAPH_TOKEN, CONTEXTGRAPH_SSE_HEARTBEAT, CONTEXTGRAPH_SSE_GRACE,
+        CONTEXTGRAPH_ALLOWED_HOSTS, CONTEXTGRAPH_ALLOWED_ORIGINS (comma lists) and the model settings; keyword
+        overrides (CLI flags) win when not None."""
         env = os.environ if environ is None else environ
         server = constitution()["server"]
+        transport = constitution()["transport"]
         settings = cls(
             home=Path(env.get("CONTEXTGRAPH_HOME") or server["default_home"]).expanduser(),
             profile=env.get("CONTEXTGRAPH_PROFILE") or server["default_profile"],
@@ -52,6 +66,15 @@ class Settings:
             device=(env.get("CONTEXTGRAPH_DEVICE") or "cpu").lower(),
             model_cache_dir=Path(env["CONTEXTGRAPH_MODEL_CACHE"]).expanduser()
             if env.get("CONTEXTGRAPH_MODEL_CACHE") else None,
+            host=env.get("CONTEXTGRAPH_HOST") or transport["default_host"],
+            port=_number(env, "CONTEXTGRAPH_PORT", int, transport["default_tcp_port"]),
+            http_port=_number(env, "CONTEXTGRAPH_HTTP_PORT", int, transport["default_http_port"]),
+            token=env.get("CONTEXTGRAPH_TOKEN") or None,
+            sse_heartbeat_seconds=_number(env, "CONTEXTGRAPH_SSE_HEARTBEAT", float, transport["sse_heartbeat_seconds"]),
+            sse_grace_seconds=_number(env, "CONTEXTGRAPH_SSE_GRACE", float,
+                                      transport["sse_reconnect_grace_seconds"]),
+            allowed_hosts=_words(env.get("CONTEXTGRAPH_ALLOWED_HOSTS")),
+            allowed_origins=_words(env.get("CONTEXTGRAPH_ALLOWED_ORIGINS")),
         )
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         settings.validate()
@@ -65,3 +88,28 @@ class Settings:
             raise SettingsError(f"unknown runtime {self.runtime!r}; choose one of {list(_RUNTIMES)}")
         if self.log_level not in _LOG_LEVELS:
             raise SettingsError(f"unknown log level {self.log_level!r}; choose one of {list(_LOG_LEVELS)}")
+        if self.transport not in TRANSPORTS:
+            raise SettingsError(f"unknown transport {self.transport!r}; choose one of {list(TRANSPORTS)}")
+        for name in ("port", "http_port"):
+            if not 0 <= getattr(self, name) <= 65535:
+                raise SettingsError(f"{name} must be between 0 and 65535, got {getattr(self, name)}")
+        if self.sse_heartbeat_seconds <= 0 or self.sse_grace_seconds < 0:
+            raise SettingsError("the SSE heartbeat must be positive and the reconnect grace not negative")
+
+
+def _transport(key: str):
+    return constitution()["transport"][key]
+
+
+def _number(env: Mapping[str, str], name: str, kind: type, default: object):
+    raw = env.get(name)
+    if not raw:
+        return kind(default)
+    try:
+        return kind(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a {kind.__name__}") from None
+
+
+def _words(raw: str | None) -> tuple[str, ...]:
+    return tuple(w.strip() for w in (raw or "").split(",") if w.strip())

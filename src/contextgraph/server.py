@@ -11,13 +11,18 @@ through the dispatcher, and the middleware that puts the pulse where every host 
 from __future__ import annotations
 
 import json
+import time
+import warnings
+from collections import OrderedDict
 from typing import Any
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from contextgraph import __version__
@@ -57,8 +62,46 @@ def session_key(ctx: ServerRequestContext) -> str:
     return f"conn:{id(channel if channel is not None else ctx.session):x}"
 
 
+_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class _ClientLogs:
+    """MCP logging: after every tool call the server sends one `notifications/message` (logger `contextgraph`:
+    tool, alias, latency, outcome, code) on the call's own stream. Handshake-era clients opt in with
+    `logging/setLevel` (per session; nothing is sent before it); 2026-07-28 clients opt in per request through
+    `_meta`, which the SDK enforces. Successful calls log at info, refused ones at warning, crashes at error."""
+
+    def __init__(self, remembered: int) -> None:
+        self.levels: OrderedDict[str, str] = OrderedDict()
+        self.remembered = remembered
+
+    async def set_level(self, ctx: ServerRequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        key = session_key(ctx)
+        self.levels[key] = params.level
+        self.levels.move_to_end(key)
+        while len(self.levels) > self.remembered:
+            self.levels.popitem(last=False)
+        return types.EmptyResult()
+
+    async def report(self, ctx: ServerRequestContext, level: str, data: dict[str, Any]) -> None:
+        if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if level not in allowed_log_levels(ctx.session.protocol_version, ctx.meta):
+                return
+        else:
+            wanted = self.levels.get(session_key(ctx))
+            if wanted is None or _LOG_LEVELS.index(level) < _LOG_LEVELS.index(wanted):
+                return
+        message = types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(level=level, data=data, logger="contextgraph"))
+        try:  # on the call's own stream, as 2026-07-28 requires and Streamable HTTP prefers
+            await ctx.session.send_notification(message, related_request_id=ctx.request_id)
+        except Exception:  # advisory: a log line never fails the call it describes
+            _log.debug("log notification not delivered", exc_info=True)
+
+
 def build_server(app: App) -> ContextGraphServer:
     bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
+    client_logs = _ClientLogs(int(app.constitution.get("transport.log_levels_remembered")))
 
     async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
         registry = app.registry
@@ -81,11 +124,20 @@ def build_server(app: App) -> ContextGraphServer:
             await bus.publish(ToolsListChanged())  # discover-era listeners
             return True
 
-        tool_ctx = ToolContext(app, session_key(ctx), notify_tools_changed)
+        tool_ctx = ToolContext(app, session_key(ctx), notify_tools_changed, ctx.session.report_progress)
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"tool": params.name}
         try:
             outcome = await app.dispatcher.call(params.name, params.arguments, tool_ctx, request_id=ctx.request_id)
         except ToolCallFailed as failure:
+            entry.update(outcome="error", code=failure.code, error=failure.data.get("error"),
+                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
+            internal = failure.code == app.constitution.error("INTERNAL_ERROR").code
+            await client_logs.report(ctx, "error" if internal else "warning", entry)
             raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
+        entry.update(tool=outcome.tool, alias=outcome.alias, outcome="ok",
+                     latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        await client_logs.report(ctx, "info", entry)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(outcome.payload, ensure_ascii=False))],
             structured_content=outcome.payload,
@@ -93,15 +145,18 @@ def build_server(app: App) -> ContextGraphServer:
             _meta={PULSE_META_KEY: outcome.pulse},
         )
 
-    server = ContextGraphServer(
-        "contextgraph",
-        version=__version__,
-        title="ContextGraph",
-        instructions=system_instructions(),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_subscriptions_listen=ListenHandler(bus),
-    )
+    with warnings.catch_warnings():  # logging is deprecated from 2026-07-28; handshake-era clients still use it
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server = ContextGraphServer(
+            "contextgraph",
+            version=__version__,
+            title="ContextGraph",
+            instructions=system_instructions(),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_subscriptions_listen=ListenHandler(bus),
+            on_set_logging_level=client_logs.set_level,
+        )
     server.middleware.append(_envelope_middleware(app))
     return server
 

@@ -15,6 +15,10 @@ async def _no_notification() -> bool:
     return False
 
 
+async def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     app: App
@@ -22,6 +26,9 @@ class ToolContext:
     # Sends notifications/tools/list_changed in whichever protocol era the caller speaks; False when the
     # caller has no channel for it (the in-process CLI).
     notify_tools_changed: Callable[[], Awaitable[bool]] = field(default=_no_notification)
+    # Sends an MCP progress notification for the call being served (progress, total, message); a no-op when
+    # the client sent no progressToken or has no channel for it.
+    report_progress: Callable[[float, float | None, str | None], Awaitable[None]] = field(default=_no_progress)
 
     async def call(self, name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
         """Run another tool through the dispatcher's checks (D11's tool_call); returns (canonical, payload)."""

@@ -75,10 +75,25 @@ class SearchArgs(Args):
     include_breakdown: bool = Field(False, description="Add per-space ranks and per-stage timings to each result.")
 
 
+_SEARCH_STEPS = 2
+
+
 async def search_graph(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
-    result = await ctx.app.memory.search(args.query, top_k=args.top_k, min_similarity=args.min_similarity,
-                                         modality=args.modality, breakdown=args.include_breakdown)
-    return result.payload()
+    # Progress (when the client sent a progressToken) at the boundaries the handler can see: the model is
+    # ready, the query is embedded and retrieved (one service call: embedding and the five stages), done.
+    memory = ctx.app.memory
+    if memory.model_status() != "ready":
+        await ctx.report_progress(0, _SEARCH_STEPS, "loading the embedding model")
+        await memory.pipeline()
+    await ctx.report_progress(1, _SEARCH_STEPS, "embedding the query and retrieving (5 stages)")
+    result = await memory.search(args.query, top_k=args.top_k, min_similarity=args.min_similarity,
+                                 modality=args.modality, breakdown=args.include_breakdown)
+    payload = result.payload()
+    stages = {"embed_query": result.embed_ms, **result.retrieval.stages_ms}
+    await ctx.report_progress(_SEARCH_STEPS, _SEARCH_STEPS,
+                              f"done: {payload['count']} results; stage ms " +
+                              ", ".join(f"{k}={v:g}" for k, v in stages.items()))
+    return payload
 
 
 class ManifestArgs(Args):

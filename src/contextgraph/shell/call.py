@@ -1,0 +1,145 @@
+"""`contextgraph call TOOL ['{json}']`: one tool call from a shell, through a running server when one answers
+on the configured TCP address, otherwise in this process through the same dispatcher (App + dispatcher.call).
+
+The TCP client is plain sockets and the in-process path builds the App without the `mcp` SDK, so a call from a
+hook costs little more than the tool itself (plus the model load, in-process, for tools that embed).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextgraph import __version__
+from contextgraph.config import Settings
+
+
+@dataclass
+class CallResult:
+    ok: bool
+    via: str  # "tcp://host:port" or "in-process"
+    payload: dict[str, Any] | None = None  # the tool's payload, pulse included
+    code: int | None = None
+    message: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class ServerUnavailable(Exception):
+    """Nothing that speaks our protocol answered before the tool call was sent: safe to run it in-process."""
+
+
+class _Lines:
+    """Newline-delimited JSON over a socket, each read bounded by a deadline."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = sock.makefile("rb")
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def answer(self, request_id: Any, deadline: float) -> dict[str, Any]:
+        """The response to `request_id` (or an id-less error, which the server sends before closing);
+        notifications (progress, list_changed) are skipped."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no answer in time")
+            self.sock.settimeout(remaining)
+            line = self.reader.readline()
+            if not line:
+                raise ConnectionError("the server closed the connection")
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                raise ValueError("not a JSON-RPC message")
+            if message.get("id") == request_id or ("error" in message and message.get("id") is None):
+                return message
+
+
+def call_remote(settings: Settings, tool: str, arguments: dict[str, Any], *, connect_seconds: float,
+                timeout_seconds: float, protocol_version: str) -> CallResult:
+    """Raises ServerUnavailable when no ContextGraph server answers (nothing was called)."""
+    via = f"tcp://{settings.host}:{settings.port}"
+    try:
+        sock = socket.create_connection((settings.host, settings.port), timeout=connect_seconds)
+    except OSError as exc:
+        raise ServerUnavailable(str(exc)) from None
+    with sock:
+        wire = _Lines(sock)
+        try:
+            if settings.token:
+                wire.send({"auth": settings.token})
+            wire.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": protocol_version, "capabilities": {},
+                "clientInfo": {"name": "contextgraph-call", "version": __version__}}})
+            opened = wire.answer(1, time.monotonic() + max(connect_seconds, 5.0))
+        except (OSError, ValueError) as exc:  # refused, reset, timed out, or not JSON: not our server
+            raise ServerUnavailable(str(exc)) from None
+        if "error" in opened:  # a ContextGraph server that refuses us (e.g. the token): report, do not fall back
+            return _failed(opened["error"], via)
+        try:
+            wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}})
+            answer = wire.answer(2, time.monotonic() + timeout_seconds)
+        except (OSError, ValueError) as exc:
+            # The call was sent and may have run: never repeat it in-process.
+            return CallResult(False, via, code=None, message=f"lost the server at {via} during the call ({exc}); "
+                                                              "the call may or may not have run")
+    if "error" in answer:
+        return _failed(answer["error"], via)
+    result = answer.get("result") or {}
+    payload = result.get("structuredContent")
+    if payload is None:  # a server without structured output: the payload is the text item
+        text = next((c.get("text") for c in result.get("content", []) if c.get("type") == "text"), "{}")
+        payload = json.loads(text)
+    return CallResult(True, via, payload=payload)
+
+
+def _failed(error: dict[str, Any], via: str) -> CallResult:
+    data = error.get("data")
+    return CallResult(False, via, code=error.get("code"), message=error.get("message"),
+                      data=data if isinstance(data, dict) else {})
+
+
+def call_in_process(settings: Settings, tool: str, arguments: dict[str, Any]) -> CallResult:
+    import anyio
+
+    from contextgraph.app import build_app
+    from contextgraph.tools.context import ToolContext
+    from contextgraph.tools.dispatch import ToolCallFailed
+
+    app = build_app(settings)
+    try:
+        outcome = anyio.run(app.dispatcher.call, tool, arguments, ToolContext(app, "cli"))
+    except ToolCallFailed as failure:
+        return CallResult(False, "in-process", code=failure.code, message=failure.message, data=failure.data)
+    finally:
+        app.memory.close()  # saves the indexes when the call changed them; the store itself is durable
+    return CallResult(True, "in-process", payload=outcome.payload)
+
+
+def run_call(settings: Settings, tool: str, arguments: dict[str, Any]) -> CallResult:
+    from contextgraph.constitution import constitution
+
+    t = constitution()["transport"]
+    try:
+        return call_remote(settings, tool, arguments, connect_seconds=float(t["call_connect_seconds"]),
+                           timeout_seconds=float(t["call_timeout_seconds"]),
+                           protocol_version=str(t["call_protocol_version"]))
+    except ServerUnavailable:
+        return call_in_process(settings, tool, arguments)
+
+
+def describe_failure(tool: str, result: CallResult) -> str:
+    name = result.data.get("error")
+    code = f" ({result.code}{' ' + name if name else ''})" if result.code is not None else ""
+    lines = [f"contextgraph call: {tool} failed{code}: {result.message}"]
+    if result.data.get("hint"):
+        lines.append(f"hint: {result.data['hint']}")
+    if result.data.get("suggestions"):
+        lines.append("did you mean: " + ", ".join(map(str, result.data["suggestions"])))
+    return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""HTTP (Starlette, served by uvicorn): every endpoint over the same Server and App.
+
+* `/mcp`: Streamable HTTP (the SDK's session manager), resumable: an in-memory event store per session
+  replays what a dropped stream missed when the client reconnects with `Last-Event-ID`.
+* `/sse` + `/messages/`: the legacy HTTP+SSE transport for 2024-11-05 clients, with heartbeats and sessions
+  that survive a dropped stream (transports/sse.py).
+* `/health`: liveness and a few counters.
+
+In front of all of them (transports/security.py): Host/Origin validation, the bearer token when one is
+configured, and the request body limit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import RequestBodyLimitMiddleware
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from contextgraph import __version__
+from contextgraph.app import App
+from contextgraph.server import ContextGraphServer
+from contextgraph.transports.asgi import AsgiEndpoint
+from contextgraph.transports.event_store import InMemoryEventStore, SessionManager
+from contextgraph.transports.security import HostRules, HttpGuard
+from contextgraph.transports.sse import MESSAGES_PATH, SseSessions
+
+
+class HttpService:
+    """The ASGI application for `serve --transport http`, and handles on its parts for health and tests."""
+
+    def __init__(self, app: App, server: ContextGraphServer, *, max_body: int | None = None,
+                 extra_health: Callable[[], dict] | None = None) -> None:
+        c = app.constitution
+        self.app = app
+        self.max_body = max_body or int(c.get("transport.max_message_bytes"))
+        self.event_store = InMemoryEventStore(int(c.get("transport.event_store_events_per_stream")),
+                                              int(c.get("transport.event_store_streams_per_session")))
+        self.manager = SessionManager(
+            app=server,
+            event_store=self.event_store,
+            retry_interval=int(c.get("transport.http_retry_ms")),
+            session_idle_timeout=float(c.get("transport.http_session_idle_seconds")),
+            max_request_body_size=self.max_body,
+            security_settings=None,  # Host/Origin are checked for every endpoint by HttpGuard
+        )
+        self.sse = SseSessions(app, server)
+        self._extra_health = extra_health
+        mcp_endpoint = StreamableHTTPASGIApp(self.manager)
+        stream, post = AsgiEndpoint(self.sse.stream_endpoint), AsgiEndpoint(self.sse.post_endpoint)
+        starlette = Starlette(
+            routes=[
+                Route("/mcp", endpoint=mcp_endpoint),
+                Route("/mcp/", endpoint=mcp_endpoint),
+                Route("/sse", endpoint=stream),
+                Route(MESSAGES_PATH, endpoint=post),
+                Route(MESSAGES_PATH.rstrip("/"), endpoint=post),
+                Route("/health", endpoint=self.health, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+        self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(starlette, self.max_body), app.settings,
+                                       HostRules(app.settings), c.error("INVALID_REQUEST").code)
+
+    @asynccontextmanager
+    async def _lifespan(self, _starlette: Starlette) -> AsyncIterator[None]:
+        async with self.manager.run(), self.sse.run():
+            yield
+
+    async def health(self, request: Request) -> JSONResponse:
+        body = {
+            "status": "ok",
+            "server": "contextgraph",
+            "version": __version__,
+            "uptime_s": round(time.time() - self.app.started_at, 1),
+            "model": self.app.memory.model_status(),
+            "tools_active": len(self.app.registry.active),
+            "sessions": {"streamable_http": self.manager.open_sessions, "sse": len(self.sse.live)},
+        }
+        if self._extra_health is not None:
+            body.update(self._extra_health())
+        return JSONResponse(body, headers={"cache-control": "no-store"})

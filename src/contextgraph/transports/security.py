@@ -1,0 +1,131 @@
+"""What keeps the network transports safe (issue 6, item 4):
+
+* **bind**: loopback by default; a non-loopback bind is refused unless a bearer token is configured.
+* **token**: with a token, every HTTP request carries `Authorization: Bearer TOKEN` (else 401, for every
+  endpoint, /health included) and every TCP connection opens with the line `{"auth": "TOKEN"}`.
+* **DNS rebinding**: every HTTP request's Host must name this server (loopback names, the bind host, or
+  CONTEXTGRAPH_ALLOWED_HOSTS; else 421) and an Origin, when sent, must be http(s) on such a host or listed in
+  CONTEXTGRAPH_ALLOWED_ORIGINS (else 403).
+* **size**: HTTP bodies and TCP lines are limited to `transport.max_message_bytes`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from contextgraph.config import Settings, SettingsError
+from contextgraph.transports.asgi import respond, respond_rpc_error
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+_WILDCARD = ("0.0.0.0", "::", "")
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:  # a name: every address it resolves to must be loopback
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+def check_bind(settings: Settings) -> None:
+    """Refuse a bind that would expose the memory to the network without a token."""
+    if not settings.token and not is_loopback(settings.host):
+        raise SettingsError(
+            f"refusing to listen on {settings.host}: a non-loopback address needs a bearer token. Set "
+            f"CONTEXTGRAPH_TOKEN (clients then send `Authorization: Bearer TOKEN` over HTTP, or the first line "
+            f'{{"auth": "TOKEN"}} over TCP), or keep the default host 127.0.0.1.')
+
+
+def token_matches(presented: str | None, token: str) -> bool:
+    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
+
+
+def bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    """'[::1]:8000' → ('::1', '8000'); 'localhost' → ('localhost', None)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        name, rest = value[1:end], value[end + 1:]
+        return name, rest[1:] if rest.startswith(":") else None
+    if value.count(":") == 1:
+        name, port = value.split(":")
+        return name, port
+    return value, None
+
+
+class HostRules:
+    """The Host and Origin allow-lists for one server."""
+
+    def __init__(self, settings: Settings) -> None:
+        names = {*LOOPBACK_NAMES}
+        if settings.host not in _WILDCARD:
+            names.add(settings.host.strip("[]").lower())
+        self.entries: list[tuple[str, str | None]] = [(n, None) for n in sorted(names)]
+        self.entries += [_split_host(h) for h in settings.allowed_hosts]
+        self.origins = {o.rstrip("/").lower() for o in settings.allowed_origins}
+
+    def host_allowed(self, host: str | None) -> bool:
+        if not host:
+            return False
+        name, port = _split_host(host)
+        return any(name == n and (p is None or p == port) for n, p in self.entries)
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        if origin is None:
+            return True  # not a browser cross-origin request
+        origin = origin.rstrip("/").lower()
+        if origin in self.origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and bool(parts.netloc) and self.host_allowed(parts.netloc)
+
+
+class HttpGuard:
+    """ASGI middleware in front of every HTTP endpoint: Host/Origin validation, then the bearer token."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, rules: HostRules, unauthorized_code: int) -> None:
+        self.app = app
+        self.token = settings.token
+        self.rules = rules
+        self.unauthorized_code = unauthorized_code
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self.rules.host_allowed(headers.get("host")):
+            await respond(send, 421, b"Invalid Host header: this server answers only to the names it is configured "
+                                     b"for (CONTEXTGRAPH_ALLOWED_HOSTS).")
+            return
+        if not self.rules.origin_allowed(headers.get("origin")):
+            await respond(send, 403, b"Invalid Origin header: cross-origin requests are refused "
+                                     b"(CONTEXTGRAPH_ALLOWED_ORIGINS lists the allowed ones).")
+            return
+        if self.token and not token_matches(bearer(headers.get("authorization")), self.token):
+            await respond_rpc_error(
+                send, 401, None, self.unauthorized_code,
+                "Unauthorized: this server requires `Authorization: Bearer <token>` on every request.",
+                extra=[(b"www-authenticate", b'Bearer realm="contextgraph"')])
+            return
+        await self.app(scope, receive, send)

@@ -1,0 +1,167 @@
+"""TCP: newline-delimited JSON-RPC, one MCP session per connection, every connection served by the same Server
+over the same App.
+
+Per connection, as on stdio (the same relay): a line that is not JSON-RPC gets a -32700 reply and the
+connection stays usable; a line over `transport.max_message_bytes` is discarded unread and answered with
+-32600; when the client half-closes, the requests in flight are still answered before the connection closes.
+
+With a token configured, the first line must be `{"auth": "TOKEN"}`; anything else is answered with a -32600
+"Unauthorized" error and the connection is closed. Nothing is answered to a good auth line, so a client may
+send its auth line and its first requests at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import anyio
+import mcp.types as types
+from anyio.abc import ByteStream, SocketAttribute, SocketListener, TaskStatus
+from mcp.shared.message import SessionMessage
+
+from contextgraph.app import App
+from contextgraph.log import get_logger
+from contextgraph.server import ContextGraphServer
+from contextgraph.transports.relay import MessageTooLarge, relay
+from contextgraph.transports.security import token_matches
+
+_log = get_logger("server")
+_CHUNK = 65536
+_DISCONNECTED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
+
+
+async def read_lines(stream: ByteStream, limit: int) -> AsyncIterator[bytes | MessageTooLarge]:
+    """Lines without their newline; a line longer than `limit` bytes is skipped without being buffered and
+    yields MessageTooLarge instead. Ends at EOF (a last line without a newline counts)."""
+    buffer = bytearray()
+    discarding = False
+    while True:
+        try:
+            chunk = await stream.receive(_CHUNK)
+        except _DISCONNECTED:
+            if buffer and not discarding:
+                yield bytes(buffer)
+            return
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end == -1 else chunk[start:end]
+            if not discarding:
+                if len(buffer) + len(piece) > limit:
+                    discarding = True
+                    buffer.clear()
+                    yield MessageTooLarge(limit)
+                else:
+                    buffer += piece
+            if end == -1:
+                break
+            if not discarding:
+                yield bytes(buffer)
+            buffer.clear()
+            discarding = False
+            start = end + 1
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except Exception as exc:  # the relay answers -32700
+        return exc
+
+
+def _is_auth_line(line: bytes | MessageTooLarge, token: str) -> bool:
+    if isinstance(line, MessageTooLarge):
+        return False
+    try:
+        presented = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(presented, dict) and token_matches(str(presented.get("auth")), token)
+
+
+class TcpServer:
+    def __init__(self, app: App, server: ContextGraphServer, *, limit: int | None = None) -> None:
+        self.app = app
+        self.server = server
+        self.limit = limit or int(app.constitution.get("transport.max_message_bytes"))
+        self.drain = float(app.constitution.get("transport.stdio_drain_seconds"))
+        self.connections = 0
+
+    async def serve(self, listener: SocketListener, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                    ) -> None:
+        async with listener:
+            task_status.started()
+            await listener.serve(self.handle)
+
+    async def handle(self, stream: ByteStream) -> None:
+        self.connections += 1
+        peer = _peer(stream)
+        _log.debug("tcp connection opened", peer=peer)
+        try:
+            async with stream:
+                await self._session(stream)
+        except Exception:  # one connection's failure never reaches the listener
+            _log.exception("tcp connection failed", peer=peer)
+        finally:
+            self.connections -= 1
+            _log.debug("tcp connection closed", peer=peer)
+
+    async def _session(self, stream: ByteStream) -> None:
+        lines = read_lines(stream, self.limit)
+        token = self.app.settings.token
+        if token:
+            first = await anext(lines, None)
+            if first is None:
+                return
+            if not _is_auth_line(first, token):
+                await _write(stream, _unauthorized(self.app))
+                return
+        wire_in_send, wire_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        wire_out, wire_out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        server_in, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        server_write, server_out = anyio.create_memory_object_stream[SessionMessage](0)
+
+        async def receive() -> None:
+            async with wire_in_send:
+                async for line in lines:
+                    if isinstance(line, MessageTooLarge):
+                        await wire_in_send.send(line)
+                    elif line.strip():
+                        await wire_in_send.send(_parse(line))
+
+        async def send(scope: anyio.CancelScope) -> None:
+            async with wire_out_receive:
+                try:
+                    async for item in wire_out_receive:
+                        await _write(stream, item)
+                except _DISCONNECTED:
+                    scope.cancel()  # the peer is gone: nothing more can be answered
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receive)
+            tg.start_soon(send, tg.cancel_scope)
+            tg.start_soon(lambda: relay(wire_in, wire_out, server_in, server_out,
+                                        drain_seconds=self.drain, constitution=self.app.constitution))
+            await self.server.run(server_read, server_write, self.server.create_initialization_options())
+            await server_write.aclose()  # lets the relay and the writer flush the last answers, then end
+
+
+async def _write(stream: ByteStream, item: SessionMessage) -> None:
+    data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+    await stream.send(data.encode())
+
+
+def _unauthorized(app: App) -> SessionMessage:
+    entry = app.constitution.error("INVALID_REQUEST")
+    error = types.ErrorData(code=entry.code, message='Unauthorized: this server requires the first line '
+                                                     '{"auth": "<token>"} on every connection.')
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
+
+def _peer(stream: ByteStream) -> str:
+    try:
+        address = stream.extra(SocketAttribute.remote_address)
+    except Exception:
+        return "?"
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)

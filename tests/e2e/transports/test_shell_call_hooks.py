@@ -1,0 +1,162 @@
+"""`contextgraph call` (the installed console script: in-process, and through a running server over TCP) and
+`contextgraph hooks` (printing, installing into .claude/settings.json, and hook mode)."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from transport_helpers import PULSE_FIELDS, serving
+
+from contextgraph import cli
+from contextgraph.app import build_app
+from contextgraph.shell import hooks
+
+SCRIPT = Path(sys.executable).parent / "contextgraph"
+CLOSED_PORT = "1"  # nothing listens there: `call` runs in-process
+
+
+def call_env(home: Path, model_cache: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "CONTEXTGRAPH_HOME": str(home), "CONTEXTGRAPH_MODEL_CACHE": str(model_cache),
+            "CONTEXTGRAPH_PORT": CLOSED_PORT, "HF_HUB_OFFLINE": "1", **extra}
+
+
+def run(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([str(SCRIPT), *args], input=stdin, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_call_in_process_payload_errors_and_usage(tmp_path, model_cache):
+    env = call_env(tmp_path / "home", model_cache)
+    ok = run(["call", "tool_find", '{"query": "scratch notes", "limit": 2}'], env)
+    assert ok.returncode == 0, ok.stderr
+    payload = json.loads(ok.stdout)
+    assert payload["results"][0]["name"] == "temporary_scratchpad"
+    assert set(payload["_cognitive_pulse"]) == PULSE_FIELDS
+    unknown = run(["call", "tool_fnd", "{}"], env)
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert "-32004 TOOL_NOT_FOUND" in unknown.stderr and "tool_find" in unknown.stderr
+    invalid = run(["call", "tool_find", '{"limit": 1000}'], env)
+    assert invalid.returncode == 1 and "-32602" in invalid.stderr
+    for bad in ["{not json", "[1, 2]"]:
+        usage = run(["call", "tool_find", bad], env)
+        assert usage.returncode == 2 and "JSON object" in usage.stderr
+
+
+def test_call_in_process_stores_and_closes_the_store(tmp_path, model_cache, make_settings):
+    home = tmp_path / "home"
+    stored = run(["call", "store_memory", json.dumps({"content": "Releases are cut from main every Tuesday.",
+                                                      "rationale": "release cadence for the team"})],
+                 call_env(home, model_cache))
+    assert stored.returncode == 0, stored.stderr
+    payload = json.loads(stored.stdout)
+    assert payload["durable"] is True and payload["session"] == "cli"
+    assert (home / "indexes").is_dir()  # close() ran: the indexes were saved
+    app = build_app(make_settings(home))  # the store opens again: nothing holds it
+    try:
+        assert app.memory.record_store.count() == 1
+    finally:
+        app.memory.close()
+
+
+@pytest.mark.anyio
+async def test_call_uses_a_running_server_and_shares_its_store(net_app, model_cache):
+    async with serving(net_app, ("tcp",)) as where:
+        env = call_env(net_app.settings.home, model_cache, CONTEXTGRAPH_PORT=str(where.tcp[1]))
+        memory = {"content": "The staging database is read-only on weekends.", "rationale": "an ops rule to respect"}
+        done = await anyio.run_process([str(SCRIPT), "call", "store_memory", json.dumps(memory)], env=env,
+                                       check=False)
+        assert done.returncode == 0, done.stderr
+        payload = json.loads(done.stdout)
+        assert payload["session"].startswith("conn:")  # stored by the server, not in the call's own process
+        assert set(payload["_cognitive_pulse"]) == PULSE_FIELDS
+        assert net_app.memory.record_store.get(payload["id"]) is not None
+        failed = await anyio.run_process([str(SCRIPT), "call", "tool_load", '{"names": ["nope"]}'], env=env,
+                                         check=False)
+        assert failed.returncode == 1 and b"-32004" in failed.stderr
+        with anyio.fail_after(5):
+            while where.parts["tcp"].connections:  # each call came, and went
+                await anyio.sleep(0.02)
+
+
+def test_hooks_prints_a_claude_code_configuration(capsys):
+    assert cli.main(["hooks"]) == 0
+    out = capsys.readouterr()
+    config = json.loads(out.out)["hooks"]
+    assert set(config) == {"SessionStart", "PostToolUse"} and "SessionEnd" in out.err
+    (post,) = config["PostToolUse"]
+    assert post["matcher"] == "Edit|Write|MultiEdit"
+    command = post["hooks"][0]["command"]
+    assert post["hooks"][0]["type"] == "command" and command.endswith(" call inject_context --hook")
+    assert Path(command.split(" ")[0]).is_absolute()
+    assert config["SessionStart"][0]["hooks"][0]["command"].endswith(" call search_graph --hook")
+
+
+def test_hooks_install_merges_and_is_idempotent(tmp_path, capsys):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"model": "opus", "permissions": {"allow": ["Bash(ls)"]},
+            "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo hi"}]}],
+                      "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+    settings.write_text(json.dumps(mine))
+    assert cli.main(["hooks", "--install", str(tmp_path)]) == 0
+    diff = capsys.readouterr().out
+    assert diff.startswith("---") and "+" in diff and "inject_context --hook" in diff
+    merged = json.loads(settings.read_text())
+    assert merged["model"] == "opus" and merged["permissions"] == mine["permissions"]
+    assert merged["hooks"]["Stop"] == mine["hooks"]["Stop"]
+    assert merged["hooks"]["PostToolUse"][0] == mine["hooks"]["PostToolUse"][0]
+    assert len(merged["hooks"]["PostToolUse"]) == 2 and len(merged["hooks"]["SessionStart"]) == 1
+    assert cli.main(["hooks", "--install", str(tmp_path)]) == 0
+    assert "already up to date" in capsys.readouterr().out
+    assert json.loads(settings.read_text()) == merged
+    # An older install (another path to the script) is replaced, not duplicated.
+    moved = hooks.merge(merged, hooks.hook_config(Path("/elsewhere/bin/contextgraph")))
+    assert len(moved["hooks"]["PostToolUse"]) == 2 and "/elsewhere/" in json.dumps(moved["hooks"]["PostToolUse"][1])
+    settings.write_text("{broken")
+    assert cli.main(["hooks", "--install", str(tmp_path)]) == 1
+    assert "not valid JSON" in capsys.readouterr().err and settings.read_text() == "{broken"
+
+
+def test_hook_mode_stores_edits_and_gives_context(tmp_path, model_cache, monkeypatch, capsys):
+    for name, value in call_env(tmp_path / "home", model_cache).items():
+        monkeypatch.setenv(name, value)
+    project = tmp_path / "payments-service"
+
+    def hook(tool: str, event: dict) -> tuple[int, dict | None]:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(event)))
+        code = cli.main(["call", tool, "--hook"])
+        out = capsys.readouterr().out.strip()
+        return code, json.loads(out) if out else None
+
+    edit = {"session_id": "abc123", "cwd": str(project), "hook_event_name": "PostToolUse", "tool_name": "Edit",
+            "tool_input": {"file_path": str(project / "src" / "retry.py"), "old_string": "retries = 3",
+                           "new_string": "retries = 5  # payments-service retries card charges five times"},
+            "tool_response": {"success": True}}
+    code, output = hook("inject_context", edit)
+    assert code == 0 and output is None  # nothing related yet: no context to add
+    code, output = hook("inject_context", {**edit, "tool_name": "Write", "tool_input": {
+        "file_path": str(project / "README.md"), "content": "payments-service charges cards and retries them"}})
+    assert code == 0 and "related memories" in output["hookSpecificOutput"]["additionalContext"]
+    start = {"session_id": "def456", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+    code, output = hook("search_graph", start)
+    context = output["hookSpecificOutput"]
+    assert code == 0 and context["hookEventName"] == "SessionStart"
+    assert "payments-service" in context["additionalContext"] and "retries = 5" in context["additionalContext"]
+    assert "Cognitive pulse" in context["additionalContext"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
+    assert cli.main(["call", "search_graph", "--hook"]) == 1  # never 2 in hook mode
+    assert cli.main(["call", "search_graph", "{bad", "--hook"]) == 1
+
+
+def test_edit_memory_shapes_the_arguments():
+    args = hooks.edit_memory({"cwd": "/p", "tool_name": "MultiEdit", "session_id": "s" * 300, "tool_input": {
+        "file_path": "/p/app/main.go", "edits": [{"new_string": "a := 1"}, {"new_string": "b := 2"}]}}, 3)
+    assert args["content"].startswith("Edited (several places) app/main.go:\na := 1")
+    assert args["modality"] == "code" and args["tags"] == ["claude-code", "multiedit", "go"]
+    assert len(args["session_id"]) == 128 and 10 <= len(args["rationale"]) <= 1000 and args["related_k"] == 3
+    removed = hooks.edit_memory({"tool_name": "Edit", "tool_input": {"file_path": "notes.txt", "new_string": ""}}, 3)
+    assert removed["content"] == "Edited notes.txt (text removed)" and removed["modality"] == "text"
