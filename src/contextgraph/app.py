@@ -7,9 +7,12 @@ import time
 from dataclasses import dataclass, field
 
 from contextgraph import log
+from contextgraph.clock import Clock
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution, constitution
 from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.curation import CurationService
+from contextgraph.services.graph import GraphService
 from contextgraph.services.memory import MemoryService
 from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
 from contextgraph.tools.dispatch import Dispatcher
@@ -27,9 +30,14 @@ class App:
     memory: MemoryService
     dispatcher: Dispatcher = field(init=False)
     started_at: float = field(default_factory=time.time)
+    clock: Clock = field(default_factory=Clock)  # recovery windows read this; tests move it
+    curation: CurationService = field(init=False)
+    graph: GraphService = field(init=False)
 
     def __post_init__(self) -> None:
         self.dispatcher = Dispatcher(self)
+        self.curation = CurationService(self.memory, self.constitution, self.clock)
+        self.graph = GraphService(self.memory, self.constitution, self.clock)
 
 
 def build_app(settings: Settings, *, registry: Registry | None = None, configure_logging: bool = True) -> App:

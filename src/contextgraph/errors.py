@@ -47,3 +47,23 @@ class InvalidFingerprint(ContextGraphError):
 
 class DimensionMismatch(ContextGraphError):
     code_name = "DIMENSION_MISMATCH"
+
+
+class PriorsIncompatible(ContextGraphError):
+    code_name = "PRIORS_INCOMPATIBLE"
+
+
+class RecoveryWindowExpired(ContextGraphError):
+    code_name = "RECOVERY_WINDOW_EXPIRED"
+
+
+class TombstoneExists(ContextGraphError):
+    code_name = "TOMBSTONE_EXISTS"
+
+
+class SemanticCancerDetected(ContextGraphError):
+    code_name = "SEMANTIC_CANCER_DETECTED"
+
+
+class CircularDependency(ContextGraphError):
+    code_name = "CIRCULAR_DEPENDENCY"

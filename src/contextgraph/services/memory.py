@@ -129,6 +129,7 @@ class MemoryService:
         self._model_wait = float(mem["model_wait_seconds"])
         self._knn_k = int(mem["knn_k"])
         self._connect_threshold = float(mem["connectivity_threshold"])
+        self._graph = constitution["graph"]
         self._open_lock = threading.Lock()
         self._store: Any = None
         self._indexes: Any = None
@@ -250,6 +251,22 @@ class MemoryService:
             self._writer.submit_future(self._store.touch, [f.record.seq for f in searched.retrieval.found])
         return searched
 
+    async def embed_text(self, text: str, modality: str, session: str) -> Fingerprint:
+        """A fingerprint for text about to be stored by another use-case (a merge's combined content)."""
+        self.open()
+        pipeline = await self.pipeline()
+
+        def run() -> Fingerprint:
+            (fingerprint,) = pipeline.embed([self._draft(text, modality, session)])
+            return fingerprint
+
+        return await anyio.to_thread.run_sync(run, limiter=self._cpu)
+
+    @property
+    def writer(self) -> Any:
+        self.open()
+        return self._writer
+
     # -- read-only views for the manifest -----------------------------------------------------------------------
     @property
     def record_store(self) -> Any:
@@ -302,12 +319,16 @@ class MemoryService:
             (fingerprint,) = pipeline.embed([self._draft(content, new.modality, new.session, neighbours)])
             timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
             utl = self._novelty(fingerprint) if with_novelty else None
+            similar[:] = self._similar(fingerprint)
             return fingerprint, utl
 
+        similar: list[tuple[str, float]] = []
         fingerprint, utl = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
         now = time.time()
+        memory_id = uuid.uuid4().hex
+        edges, temporal = self._auto_edges(memory_id, links, similar, now)
         record = MemoryRecord(
-            id=uuid.uuid4().hex,
+            id=memory_id,
             content=content,
             rationale=rationale,
             modality=new.modality,
@@ -320,7 +341,8 @@ class MemoryService:
             redactions=tuple(found + found_in_rationale),
         )
         started = time.perf_counter()
-        record = await self._writer.submit(self._store.put, record, fingerprint)  # durable once this returns
+        # durable once this returns, with its edges and lineage in the same transaction
+        record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal)
         self._indexes.apply(record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
         if utl is not None:
@@ -329,6 +351,35 @@ class MemoryService:
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
         return Stored(record, list(record.redactions), timings), fingerprint
+
+    def _similar(self, fingerprint: Fingerprint) -> list[tuple[str, float]]:
+        """(id, E1 cosine) of the nearest existing memories above the Semantic-edge threshold."""
+        threshold = float(self._graph["semantic_edge_min_cosine"])
+        nearest = self._indexes.search(1, fingerprint[1], int(self._graph["semantic_edge_k"]))
+        hits = [(seq, score) for seq, score in nearest if score >= threshold]
+        records = self._store.get_by_seq([seq for seq, _ in hits]) if hits else []
+        return [(r.id, float(score)) for r, (_seq, score) in zip(records, hits) if r is not None]
+
+    def _auto_edges(self, memory_id: str, links: list[str], similar: list[tuple[str, float]], now: float) -> tuple:
+        """The edges a new memory gets on store: Relational to what it names in link_to, Semantic to its nearest
+        neighbours (weight = cosine), and a factory for the Temporal edge from its session's previous memory,
+        which the store resolves inside the put's transaction (so two concurrent stores cannot both claim it).
+        Causal edges from E5 are not created automatically yet."""
+        from contextgraph.storage.base import Edge
+
+        g = self._graph
+        edges = [Edge(memory_id, other, "Relational", weight=float(g["link_edge_weight"]), created_at=now)
+                 for other in links]
+        linked = set(links)
+        edges += [Edge(memory_id, other, "Semantic", weight=round(min(1.0, score), 6),
+                       confidence=round(min(1.0, score), 6), direction="undirected", created_at=now)
+                  for other, score in similar if other not in linked]
+        weight = float(g["temporal_edge_weight"])
+
+        def temporal(previous: str, new: str) -> Edge:
+            return Edge(previous, new, "Temporal", weight=weight, created_at=now)
+
+        return edges, temporal
 
     def _resolve_links(self, link_to: tuple[str, ...]) -> list[str]:
         missing = [memory_id for memory_id in link_to if self._store.get(memory_id) is None]

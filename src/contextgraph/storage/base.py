@@ -3,7 +3,7 @@ scale-out engine later) implements."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -44,9 +44,11 @@ class OplogEntry(NamedTuple):
 
 
 class MemoryStore(Protocol):
-    def put(self, record: MemoryRecord, fingerprint: Fingerprint) -> MemoryRecord:
-        """Commit record + complete fingerprint + oplog entry in one transaction; durable on return.
-        Returns the record with `seq` (and `session_position`) assigned."""
+    def put(self, record: MemoryRecord, fingerprint: Fingerprint, edges: Sequence[Edge] = (),
+            temporal: Callable[[str, str], Edge] | None = None) -> MemoryRecord:
+        """Commit record + complete fingerprint + oplog entry (+ its edges, the Temporal edge from the session's
+        previous memory built by `temporal`, and a "created" lineage event) in one transaction; durable on
+        return. Returns the record with `seq` (and `session_position`) assigned."""
         ...
 
     def get(self, memory_id: str) -> MemoryRecord | None: ...
@@ -80,3 +82,30 @@ class MemoryStore(Protocol):
     def scan(self, spaces: Sequence[int] | None = None) -> Iterator[tuple[MemoryRecord, Fingerprint]]:
         """Every live memory with its fingerprint (or only its `spaces`), in seq order."""
         ...
+
+
+EDGE_TYPES = ("Semantic", "Temporal", "Causal", "Hierarchical", "Relational")
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed, directed edge between two memories. Symmetric relations (Semantic, Relational) are stored once,
+    source → target, and traversed both ways; `direction` says how a reader should take it."""
+
+    source: str
+    target: str
+    type: str  # one of EDGE_TYPES
+    weight: float = 1.0  # base weight in [0, 1]
+    confidence: float = 1.0  # in [0, 1]
+    direction: str = "forward"  # "forward" (source → target) | "undirected"
+    domain: str = "General"
+    # Neurotransmitter modulation (SPEC §10): w_eff = weight·(1 + excitatory − inhibitory + 0.5·modulatory)
+    excitatory: float = 0.0
+    inhibitory: float = 0.0
+    modulatory: float = 0.0
+    amortized_shortcut: bool = False  # a dream-created direct edge standing for a multi-hop path
+    steering_reward: float = 0.0  # in [-1, 1]
+    created_at: float = 0.0
+
+    def other(self, node: str) -> str:
+        return self.target if node == self.source else self.source

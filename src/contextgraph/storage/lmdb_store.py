@@ -7,6 +7,12 @@ Named databases (all keys of seqs are 8-byte big-endian, so LMDB's byte order is
     ids           id → seq
     seqs          seq → id
     oplog         seq → op byte (b"p" | b"d") + memory seq (u64) + id
+    edges_out     source id + target id + type byte → edge (JSON)      the graph, by source
+    edges_in      target id + source id + type byte → b""             the same edges, by target
+    tombstones    id → tombstone: u32 length + JSON (exact prior record, edges, deletion time, reason,
+                  reversal hash) + the exact fingerprint blob
+    reversals     reversal hash → JSON (what one undoable operation changed)
+    lineage       id → JSON list of events, append-only
 
 Every mutation is one write transaction, synced before it returns, so a crash (SIGKILL, power) leaves each
 memory either wholly present (record + fingerprint + ids + seqs + oplog) or wholly absent. Seqs come from one
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import struct
 import threading
@@ -35,13 +42,15 @@ import lmdb
 
 from contextgraph.errors import InvalidFingerprint, StorageError
 from contextgraph.fingerprint import SPACES, Fingerprint
-from contextgraph.storage.base import MemoryRecord, OplogEntry
+from contextgraph.storage.base import Edge, MemoryRecord, OplogEntry
 from contextgraph.storage.codec import decode_fingerprint, decode_record, encode_fingerprint, encode_record
 from contextgraph.storage.locks import RWLock
 
 SCHEMA_VERSION = b"1"
 DEFAULT_MAP_SIZE = 8 << 30  # a ceiling, not an allocation: the data file is sparse and grows with the data
-_DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog")
+_DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog", b"edges_out", b"edges_in",
+        b"tombstones", b"reversals", b"lineage")
+_CORE_DBS = _DBS[:6]
 _ALL_SPACES = frozenset(s.id for s in SPACES)
 _U64 = struct.Struct(">Q")
 _OPS = {b"p"[0]: "put", b"d"[0]: "delete"}
@@ -97,7 +106,15 @@ class LmdbStore:
                 str(self.path), map_size=map_size, max_dbs=len(_DBS), max_readers=126, lock=True,
                 readonly=readonly, sync=sync, metasync=sync, subdir=True,
             )
-            self._db = {name.decode(): self._env.open_db(name, create=not readonly) for name in _DBS}
+            self._db = {}
+            for name in _DBS:
+                try:
+                    self._db[name.decode()] = self._env.open_db(name, create=not readonly)
+                except lmdb.NotFoundError:
+                    # a store written before the graph tables existed, opened read-only (doctor): the memory
+                    # tables are all there; the graph ones appear on the next read-write open
+                    if not readonly or name in _CORE_DBS:
+                        raise
             if not readonly:
                 # a process killed while reading leaves its reader slot behind, pinning an old snapshot (so
                 # freed pages cannot be reused and the file grows); clear such slots of dead processes
@@ -207,7 +224,10 @@ class LmdbStore:
 
     # --- writes ------------------------------------------------------------------------------------------------
 
-    def put(self, record: MemoryRecord, fingerprint: Fingerprint) -> MemoryRecord:
+    def put(self, record: MemoryRecord, fingerprint: Fingerprint, edges: Sequence[Edge] = (),
+            temporal: Callable[[str, str], Edge] | None = None) -> MemoryRecord:
+        """Commit the memory, its `edges` (to memories that still exist) and its "created" lineage event. With
+        `temporal`, also the edge temporal(previous id, new id) from the session's previous live memory."""
         missing = _ALL_SPACES - fingerprint.keys()
         if missing:
             raise InvalidFingerprint(
@@ -232,23 +252,36 @@ class LmdbStore:
             txn.put(memory_id, k, db=db["ids"])
             txn.put(k, memory_id, db=db["seqs"])
             txn.put(k, b"p" + k + memory_id, db=db["oplog"])
+            g = GraphTxn(self, txn)
+            last_key = b"last:" + session_key
+            previous = txn.get(last_key, db=db["meta"])
+            if temporal is not None and previous is not None and g.exists(bytes(previous).decode()):
+                g.put_edge(temporal(bytes(previous).decode(), record.id))
+            txn.put(last_key, memory_id, db=db["meta"])
+            for edge in edges:
+                if g.exists(edge.other(record.id)):
+                    g.put_edge(edge)
+            g.append_lineage(record.id, {"event": "created", "at": record.created_at, "seq": seq})
             return stored
 
         return self._write(txn_fn)
 
-    def delete(self, memory_id: str) -> bool:
-        mid = memory_id.encode()
-        db = self._db
+    def graph_write(self, fn: Callable[[GraphTxn], T]) -> T:
+        """Run `fn` with a GraphTxn in ONE write transaction: a curation operation's record, fingerprint, edge,
+        tombstone and lineage changes commit together or not at all. `fn` must have no outside effects."""
+        return self._write(lambda txn: fn(GraphTxn(self, txn)))
 
+    def graph_read(self, fn: Callable[[GraphTxn], T]) -> T:
+        """Run `fn` with a read-only GraphTxn on one consistent snapshot (copy what you keep: done by GraphTxn)."""
+        with self._read() as txn:
+            return fn(GraphTxn(self, txn))
+
+    def delete(self, memory_id: str) -> bool:
         def txn_fn(txn: lmdb.Transaction) -> bool:
-            k = txn.get(mid, db=db["ids"])
-            if k is None:
+            g = GraphTxn(self, txn)
+            if not g.exists(memory_id):
                 return False
-            k = bytes(k)
-            for key, name in ((mid, "memories"), (mid, "ids"), (k, "seqs"), (k, "fingerprints")):
-                txn.delete(key, db=db[name])
-            op_seq = self._next_seq(txn, db["meta"])
-            txn.put(_key(op_seq), b"d" + k + mid, db=db["oplog"])
+            g.delete_memory(memory_id)  # its edges go with it: no edge may point at a missing memory
             return True
 
         return self._write(txn_fn)
@@ -390,4 +423,212 @@ class LmdbStore:
             cursor = txn.cursor(db=db["oplog"])
             if cursor.last() and _U64.unpack(cursor.key())[0] >= next_seq:
                 problems.append("oplog runs beyond next_seq")
+            if "edges_out" in db:
+                if txn.stat(db["edges_out"])["entries"] != txn.stat(db["edges_in"])["entries"]:
+                    problems.append("edges_out and edges_in differ in size")
+                for k in txn.cursor(db=db["edges_out"]).iternext(values=False):
+                    k = bytes(k)
+                    for end in (k[:32], k[32:64]):
+                        if txn.get(end, db=db["ids"]) is None:
+                            problems.append(f"edge {k[:32].decode()}→{k[32:64].decode()} touches a missing memory")
+                    if txn.get(k[32:64] + k[:32] + k[64:], db=db["edges_in"]) is None:
+                        problems.append(f"edge {k[:32].decode()}→{k[32:64].decode()} is not indexed by target")
         return problems
+
+
+# --- the graph: edges, tombstones, reversals, lineage -----------------------------------------------------------
+
+_TYPE_BYTE = {t: bytes([i]) for i, t in enumerate(("Semantic", "Temporal", "Causal", "Hierarchical", "Relational"))}
+_U32 = struct.Struct(">I")
+
+
+def _edge_json(edge: Edge) -> bytes:
+    return json.dumps(dataclasses.asdict(edge), separators=(",", ":")).encode()
+
+
+def _edge_from(raw: bytes | memoryview) -> Edge:
+    return Edge(**json.loads(bytes(raw)))
+
+
+class GraphTxn:
+    """The graph operations inside one LMDB transaction (write or read). Every value returned is a copy.
+    Memory deletes and restores write oplog entries, so every process's indexes catch up."""
+
+    def __init__(self, store: LmdbStore, txn: lmdb.Transaction) -> None:
+        self._store = store
+        self.txn = txn
+        self.db = store._db
+
+    # memories
+    def exists(self, memory_id: str) -> bool:
+        return self.txn.get(memory_id.encode(), db=self.db["ids"]) is not None
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        raw = self.txn.get(memory_id.encode(), db=self.db["memories"])
+        return None if raw is None else decode_record(raw)
+
+    def fingerprint_blob(self, seq: int) -> bytes | None:
+        raw = self.txn.get(_key(seq), db=self.db["fingerprints"])
+        return None if raw is None else bytes(raw)
+
+    def update(self, record: MemoryRecord) -> MemoryRecord:
+        old = self.get(record.id)
+        if old is None:
+            raise StorageError(f"memory {record.id} does not exist", memory_id=record.id)
+        new = dataclasses.replace(record, seq=old.seq, session_position=old.session_position)
+        self.txn.put(record.id.encode(), encode_record(new), db=self.db["memories"])
+        return new
+
+    def delete_memory(self, memory_id: str) -> tuple[MemoryRecord, bytes, list[Edge]]:
+        """Remove a memory, its fingerprint and every edge touching it; returns exactly what was removed."""
+        record = self.get(memory_id)
+        if record is None:
+            raise StorageError(f"memory {memory_id} does not exist", memory_id=memory_id)
+        k = _key(record.seq)
+        mid = memory_id.encode()
+        blob = self.fingerprint_blob(record.seq)
+        edges = self.edges(memory_id)
+        for edge in edges:
+            self.delete_edge(edge)
+        for key, name in ((mid, "memories"), (mid, "ids"), (k, "seqs"), (k, "fingerprints")):
+            self.txn.delete(key, db=self.db[name])
+        op_seq = self._store._next_seq(self.txn, self.db["meta"])
+        self.txn.put(_key(op_seq), b"d" + k + mid, db=self.db["oplog"])
+        return record, blob, edges
+
+    def restore_memory(self, record: MemoryRecord, blob: bytes) -> MemoryRecord:
+        """Put a memory back with its original id, fingerprint bytes and session position. It takes a new seq
+        (a seq is a position in the oplog and is never reused), so the indexes see an ordinary put."""
+        mid = record.id.encode()
+        if self.exists(record.id):
+            raise StorageError(f"memory {record.id} already exists", memory_id=record.id)
+        seq = self._store._next_seq(self.txn, self.db["meta"])
+        restored = dataclasses.replace(record, seq=seq)
+        k = _key(seq)
+        self.txn.put(mid, encode_record(restored), db=self.db["memories"])
+        self.txn.put(k, blob, db=self.db["fingerprints"])
+        self.txn.put(mid, k, db=self.db["ids"])
+        self.txn.put(k, mid, db=self.db["seqs"])
+        self.txn.put(k, b"p" + k + mid, db=self.db["oplog"])
+        return restored
+
+    def recent(self, limit: int, since: float | None, session: str | None) -> list[MemoryRecord]:
+        """Newest stored first (walking seqs backwards): O(limit) reads without a session filter."""
+        out: list[MemoryRecord] = []
+        cursor = self.txn.cursor(db=self.db["seqs"])
+        if not cursor.last():
+            return out
+        for _k, mid in cursor.iterprev():
+            record = decode_record(self.txn.get(mid, db=self.db["memories"]))
+            if since is not None and record.created_at < since:
+                break
+            if session is None or record.session == session:
+                out.append(record)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        cursor = self.txn.cursor(db=self.db["ids"])
+        out: list[str] = []
+        p = prefix.encode()
+        if cursor.set_range(p):
+            for k in cursor.iternext(values=False):
+                k = bytes(k)
+                if not k.startswith(p) or len(out) >= limit:
+                    break
+                out.append(k.decode())
+        return out
+
+    # edges
+    def put_edge(self, edge: Edge) -> None:
+        s, t, b = edge.source.encode(), edge.target.encode(), _TYPE_BYTE[edge.type]
+        self.txn.put(s + t + b, _edge_json(edge), db=self.db["edges_out"])
+        self.txn.put(t + s + b, b"", db=self.db["edges_in"])
+
+    def delete_edge(self, edge: Edge) -> None:
+        s, t, b = edge.source.encode(), edge.target.encode(), _TYPE_BYTE[edge.type]
+        self.txn.delete(s + t + b, db=self.db["edges_out"])
+        self.txn.delete(t + s + b, db=self.db["edges_in"])
+
+    def get_edge(self, source: str, target: str, type_: str) -> Edge | None:
+        raw = self.txn.get(source.encode() + target.encode() + _TYPE_BYTE[type_], db=self.db["edges_out"])
+        return None if raw is None else _edge_from(raw)
+
+    def _prefix(self, name: str, node: str) -> list[tuple[bytes, bytes]]:
+        p = node.encode()
+        cursor = self.txn.cursor(db=self.db[name])
+        out = []
+        if cursor.set_range(p):
+            for k, v in cursor:
+                k = bytes(k)
+                if not k.startswith(p):
+                    break
+                out.append((k, bytes(v)))
+        return out
+
+    def edges_out(self, node: str) -> list[Edge]:
+        return [_edge_from(v) for _k, v in self._prefix("edges_out", node)]
+
+    def edges_in(self, node: str) -> list[Edge]:
+        out = []
+        for k, _v in self._prefix("edges_in", node):
+            raw = self.txn.get(k[32:64] + k[:32] + k[64:], db=self.db["edges_out"])
+            if raw is not None:
+                out.append(_edge_from(raw))
+        return out
+
+    def edges(self, node: str) -> list[Edge]:
+        """Every edge touching `node`, each once (a self-loop is both out and in)."""
+        seen: dict[tuple[str, str, str], Edge] = {}
+        for e in self.edges_out(node) + self.edges_in(node):
+            seen[(e.source, e.target, e.type)] = e
+        return list(seen.values())
+
+    def edge_count(self) -> int:
+        return self.txn.stat(self.db["edges_out"])["entries"]
+
+    # tombstones and reversals
+    def put_tombstone(self, memory_id: str, doc: dict, blob: bytes) -> None:
+        head = json.dumps(doc, separators=(",", ":")).encode()
+        self.txn.put(memory_id.encode(), _U32.pack(len(head)) + head + blob, db=self.db["tombstones"])
+
+    def get_tombstone(self, memory_id: str) -> tuple[dict, bytes] | None:
+        raw = self.txn.get(memory_id.encode(), db=self.db["tombstones"])
+        return None if raw is None else _split_tombstone(bytes(raw))
+
+    def delete_tombstone(self, memory_id: str) -> None:
+        self.txn.delete(memory_id.encode(), db=self.db["tombstones"])
+
+    def tombstones(self) -> Iterator[tuple[str, dict]]:
+        for k, v in self.txn.cursor(db=self.db["tombstones"]):
+            (n,) = _U32.unpack_from(v, 0)
+            yield bytes(k).decode(), json.loads(bytes(v[4:4 + n]))
+
+    def put_reversal(self, reversal_hash: str, doc: dict) -> None:
+        self.txn.put(reversal_hash.encode(), json.dumps(doc, separators=(",", ":")).encode(),
+                     db=self.db["reversals"])
+
+    def get_reversal(self, reversal_hash: str) -> dict | None:
+        if not reversal_hash or len(reversal_hash) > 128:
+            return None
+        raw = self.txn.get(reversal_hash.encode(), db=self.db["reversals"])
+        return None if raw is None else json.loads(bytes(raw))
+
+    def delete_reversal(self, reversal_hash: str) -> None:
+        self.txn.delete(reversal_hash.encode(), db=self.db["reversals"])
+
+    # lineage
+    def lineage(self, memory_id: str) -> list[dict]:
+        raw = self.txn.get(memory_id.encode(), db=self.db["lineage"])
+        return [] if raw is None else json.loads(bytes(raw))
+
+    def append_lineage(self, memory_id: str, event: dict) -> None:
+        events = self.lineage(memory_id)
+        events.append(event)
+        self.txn.put(memory_id.encode(), json.dumps(events, separators=(",", ":")).encode(), db=self.db["lineage"])
+
+
+def _split_tombstone(raw: bytes) -> tuple[dict, bytes]:
+    (n,) = _U32.unpack_from(raw, 0)
+    return json.loads(raw[4:4 + n]), raw[4 + n:]

@@ -1,0 +1,219 @@
+"""Graph navigation and lookup (seed 001 §3.3, P1-008, P1-011, P2-005): neighbourhoods, recent context, causal
+paths, lineage, citations and tombstones. Read-only: each call reads one consistent LMDB snapshot in a worker
+thread; the path math is in graph.kernels."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from contextgraph.clock import Clock
+from contextgraph.errors import NodeNotFound
+from contextgraph.graph.kernels import effective_weight, first_cycle, shortest_path
+from contextgraph.services.curation import iso, record_from_doc
+from contextgraph.services.memory import record_summary
+from contextgraph.storage.base import Edge
+
+_CITATION = re.compile(r"^\[node_([a-f0-9]{1,32})\]$")
+_PREVIEW = 280
+
+
+def edge_view(edge: Edge, seen_from: str) -> dict[str, Any]:
+    return {
+        "edge_type": edge.type,
+        "weight": edge.weight,
+        "effective_weight": round(effective_weight(edge.weight, edge.excitatory, edge.inhibitory, edge.modulatory), 6),
+        "confidence": edge.confidence,
+        "direction": "undirected" if edge.direction == "undirected" else ("out" if edge.source == seen_from else "in"),
+        "domain": edge.domain,
+        "amortized_shortcut": edge.amortized_shortcut,
+        "steering_reward": edge.steering_reward,
+    }
+
+
+class GraphService:
+    def __init__(self, memory: Any, constitution: Any, clock: Clock) -> None:
+        self.memory = memory
+        self.clock = clock
+        self.window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
+        self.max_nodes = int(constitution["graph"]["neighborhood_max_nodes"])
+
+    async def _read(self, fn: Callable[[Any], Any]) -> Any:
+        store = self.memory.record_store
+        return await anyio.to_thread.run_sync(store.graph_read, fn)
+
+    @staticmethod
+    def _require(g: Any, node_id: str) -> Any:
+        record = g.get(node_id)
+        if record is None:
+            hint = (" It is soft-deleted; search_tombstones finds it." if g.get_tombstone(node_id) is not None
+                    else " search_graph finds memories by content.")
+            raise NodeNotFound(f"No live memory has id {node_id}.{hint}", node_id=node_id)
+        return record
+
+    async def neighborhood(self, node_id: str, depth: int, edge_types: list[str] | None,
+                           min_weight: float) -> dict[str, Any]:
+        wanted = set(edge_types) if edge_types else None
+
+        def fn(g: Any) -> dict[str, Any]:
+            self._require(g, node_id)
+            seen = {node_id}
+            frontier = deque([(node_id, 0)])
+            neighbours: list[dict[str, Any]] = []
+            truncated = False
+            while frontier:
+                node, d = frontier.popleft()
+                if d == depth:
+                    continue
+                for edge in sorted(g.edges(node), key=lambda e: -e.weight):
+                    if (wanted and edge.type not in wanted) or edge.weight < min_weight:
+                        continue
+                    other = edge.other(node)
+                    if other in seen:
+                        continue
+                    if len(seen) >= self.max_nodes:
+                        truncated = True
+                        break
+                    record = g.get(other)
+                    if record is None:
+                        continue
+                    seen.add(other)
+                    neighbours.append({**record_summary(record, preview=_PREVIEW), "depth": d + 1, "via": node,
+                                       **edge_view(edge, node)})
+                    frontier.append((other, d + 1))
+            return {"node_id": node_id, "depth": depth, "neighbors": neighbours, "count": len(neighbours),
+                    "truncated": truncated}
+
+        return await self._read(fn)
+
+    async def recent(self, limit: int, since: float | None, session: str | None) -> dict[str, Any]:
+        def fn(g: Any) -> dict[str, Any]:
+            records = g.recent(limit, since, session)
+            return {"memories": [{**record_summary(r, preview=_PREVIEW), "last_accessed": r.last_accessed,
+                                  "access_count": r.access_count} for r in records],
+                    "count": len(records), "order": "most recently stored first",
+                    "session": session}
+
+        return await self._read(fn)
+
+    async def causal_path(self, source: str, target: str, max_hops: int, direction: str) -> dict[str, Any]:
+        def fn(g: Any) -> dict[str, Any]:
+            self._require(g, source)
+            self._require(g, target)
+            # the Causal subgraph reachable within max_hops, in the requested direction
+            adjacency: dict[str, list[str]] = {}
+            edges: dict[tuple[str, str], Edge] = {}
+            frontier = deque([(source, 0)])
+            loaded = {source}
+            while frontier:
+                node, d = frontier.popleft()
+                nxt: list[str] = []
+                candidates = []
+                if direction in ("forward", "bidirectional"):
+                    candidates += [(e, e.target) for e in g.edges_out(node)]
+                if direction in ("backward", "bidirectional"):
+                    candidates += [(e, e.source) for e in g.edges_in(node)]
+                for e, other in candidates:
+                    if e.type != "Causal" or other in nxt:
+                        continue
+                    nxt.append(other)
+                    edges[(node, other)] = e
+                    if other not in loaded and d + 1 < max_hops:
+                        loaded.add(other)
+                        frontier.append((other, d + 1))
+                adjacency[node] = nxt
+            if direction == "bidirectional":
+                # an undirected walk would "cycle" back along the edge it came by: only report directed cycles
+                cyc_adj = {n: [m for m in ms if edges[(n, m)].source == n] for n, ms in adjacency.items()}
+            else:
+                cyc_adj = adjacency
+            path = shortest_path(adjacency, source, target, max_hops)
+            cycle = first_cycle(cyc_adj, source, max_hops)
+            hops = []
+            for a, b in zip(path, path[1:]):
+                e = edges[(a, b)]
+                hops.append({"from": a, "to": b, **edge_view(e, a)})
+            records = {i: g.get(i) for i in path}
+            out: dict[str, Any] = {
+                "source_id": source, "target_id": target, "direction": direction, "max_hops": max_hops,
+                "found": bool(path), "path": path, "hops": hops, "length": max(0, len(path) - 1),
+                "chain": " → ".join(_short(records[i].content) for i in path),
+                "cycle_detected": bool(cycle),
+            }
+            if cycle:
+                out["cycle"] = cycle  # the walk up to where it came back on itself
+            if not path:
+                out["message"] = f"No causal path within {max_hops} hops."
+            return out
+
+        return await self._read(fn)
+
+    async def lineage(self, node_id: str) -> dict[str, Any]:
+        def fn(g: Any) -> dict[str, Any]:
+            events = g.lineage(node_id)
+            record = g.get(node_id)
+            tomb = g.get_tombstone(node_id)
+            if not events and record is None and tomb is None:
+                raise NodeNotFound(f"No memory has id {node_id}, and none ever had.", node_id=node_id)
+            status = "live" if record is not None else ("tombstoned" if tomb is not None else "deleted")
+            return {"node_id": node_id, "status": status, "events": events, "count": len(events)}
+
+        return await self._read(fn)
+
+    async def hydrate(self, tag: str) -> dict[str, Any]:
+        match = _CITATION.match(tag.strip())
+        if match is None:
+            raise NodeNotFound(f"{tag!r} is not a citation tag; expected [node_<id or id prefix>], e.g. "
+                               "[node_3fa2b1].", field="citation_tag")
+        prefix = match.group(1)
+
+        def fn(g: Any) -> dict[str, Any]:
+            ids = g.ids_with_prefix(prefix, limit=2)
+            if not ids:
+                raise NodeNotFound(f"No live memory's id starts with {prefix}.", field="citation_tag")
+            if len(ids) > 1:
+                raise NodeNotFound(f"{prefix} is ambiguous: several memories' ids start with it; cite more of the "
+                                   "id.", field="citation_tag", matches=ids)
+            record = g.get(ids[0])
+            return {"citation_tag": tag, "node_id": record.id, "content": record.content,
+                    "rationale": record.rationale, "modality": record.modality, "tags": list(record.tags),
+                    "importance": record.importance, "created_at": record.created_at, "session": record.session}
+
+        return await self._read(fn)
+
+    async def tombstones(self, query: str | None, deleted_after: float | None, limit: int) -> dict[str, Any]:
+        now = self.clock.now()
+        terms = set(re.findall(r"\w+", query.lower())) if query else set()
+
+        def fn(g: Any) -> dict[str, Any]:
+            found = []
+            for node_id, doc in g.tombstones():
+                at = doc["deleted_at"]
+                if now - at > self.window_s or (deleted_after is not None and at < deleted_after):
+                    continue
+                record = record_from_doc(doc["record"])
+                score = 1.0
+                if terms:
+                    words = set(re.findall(r"\w+", (record.content + " " + " ".join(record.tags)).lower()))
+                    score = len(terms & words) / len(terms)
+                    if score == 0:
+                        continue
+                found.append((score, at, {**record_summary(record, preview=_PREVIEW), "deleted_at": iso(at),
+                                          "recoverable_until": iso(at + self.window_s), "reason": doc["reason"],
+                                          "kind": doc["kind"], "reversal_hash": doc["reversal_hash"],
+                                          "match": round(score, 4)}))
+            found.sort(key=lambda x: (-x[0], -x[1]))
+            items = [x[2] for x in found[:limit]]
+            return {"tombstones": items, "count": len(items),
+                    "matching": "share of query words found in the content and tags" if terms else None}
+
+        return await self._read(fn)
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -1,0 +1,143 @@
+"""Graph navigation and lookup tools (seed 001 §3.3, P1-008, P1-011, P2-005). Thin handlers: one GraphService
+call each. hydrate_citation and get_node_lineage belong to the metacog category and search_tombstones to
+diagnostic (SPEC §3); they live here because they read the same graph."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, Field
+
+from contextgraph.storage.base import EDGE_TYPES
+from contextgraph.tools.context import ToolContext
+from contextgraph.tools.spec import Args, ToolSpec
+
+NodeId = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$", description="A memory's id (32 hex).")
+EdgeType = Literal[EDGE_TYPES]  # type: ignore[valid-type]
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+class NeighborhoodArgs(Args):
+    node_id: str = NodeId
+    depth: int = Field(1, ge=1, le=3, description="Traversal depth (hops).")
+    edge_types: list[EdgeType] | None = Field(None, description="Only edges of these types.")
+    min_weight: float = Field(0.3, ge=0.0, le=1.0, description="Skip edges whose base weight is below this.")
+
+
+async def get_neighborhood(ctx: ToolContext, args: NeighborhoodArgs) -> dict[str, Any]:
+    return await ctx.app.graph.neighborhood(args.node_id, args.depth, args.edge_types, args.min_weight)
+
+
+class RecentArgs(Args):
+    limit: int = Field(20, ge=1, le=100, description="Most memories to return.")
+    since: AwareDatetime | None = Field(None, description="Only memories stored after this time (ISO 8601 with "
+                                                          "a time zone).")
+    session_only: bool = Field(False, description="Only memories of the caller's session.")
+
+
+async def get_recent_context(ctx: ToolContext, args: RecentArgs) -> dict[str, Any]:
+    return await ctx.app.graph.recent(args.limit, _ts(args.since), ctx.session if args.session_only else None)
+
+
+class CausalPathArgs(Args):
+    source_id: str = NodeId
+    target_id: str = NodeId
+    max_hops: int = Field(5, ge=1, le=10, description="Longest chain to consider.")
+    direction: Literal["forward", "backward", "bidirectional"] = Field(
+        "forward", description="forward follows cause → effect, backward effect → cause, bidirectional both.")
+
+
+async def find_causal_path(ctx: ToolContext, args: CausalPathArgs) -> dict[str, Any]:
+    return await ctx.app.graph.causal_path(args.source_id, args.target_id, args.max_hops, args.direction)
+
+
+class LineageArgs(Args):
+    node_id: str = NodeId
+
+
+async def get_node_lineage(ctx: ToolContext, args: LineageArgs) -> dict[str, Any]:
+    return await ctx.app.graph.lineage(args.node_id)
+
+
+class HydrateArgs(Args):
+    # The seed's pattern ^\[node_[a-f0-9]+\]$ is checked by the service, so a malformed tag is NODE_NOT_FOUND
+    # (-32012, what the issue asks for) rather than a schema error.
+    citation_tag: str = Field(min_length=1, max_length=64, description="A citation tag like [node_3fa2b1] "
+                                                                       "(a memory id or a unique prefix of it).")
+
+
+async def hydrate_citation(ctx: ToolContext, args: HydrateArgs) -> dict[str, Any]:
+    return await ctx.app.graph.hydrate(args.citation_tag)
+
+
+class TombstoneArgs(Args):
+    query: str | None = Field(None, min_length=1, max_length=4096, description="Words the deleted content "
+                                                                               "should contain.")
+    deleted_after: AwareDatetime | None = Field(None, description="Only nodes deleted after this time.")
+    limit: int = Field(20, ge=1, le=100, description="Most tombstones to return.")
+
+
+async def search_tombstones(ctx: ToolContext, args: TombstoneArgs) -> dict[str, Any]:
+    return await ctx.app.graph.tombstones(args.query, _ts(args.deleted_after), args.limit)
+
+
+TOOLS = (
+    ToolSpec(
+        "get_neighborhood",
+        "navigation",
+        "The memories connected to a node up to 3 hops away, each with the edge's type (Semantic, Temporal, "
+        "Causal, Hierarchical, Relational), weight, effective weight, confidence and direction.",
+        NeighborhoodArgs,
+        get_neighborhood,
+        keywords=("neighbors", "neighbours", "edges", "connected", "graph", "traverse"),
+    ),
+    ToolSpec(
+        "get_recent_context",
+        "navigation",
+        "The most recently stored memories, newest first; optionally only since a time or only the caller's "
+        "session.",
+        RecentArgs,
+        get_recent_context,
+        keywords=("recent", "latest", "history", "session", "timeline"),
+    ),
+    ToolSpec(
+        "find_causal_path",
+        "navigation",
+        "The shortest chain of Causal edges between two memories (forward, backward or both), hop by hop; reports "
+        "cycle_detected with the walk up to the cycle, and an empty path when none exists.",
+        CausalPathArgs,
+        find_causal_path,
+        keywords=("causal", "cause", "effect", "why", "chain", "path"),
+    ),
+    ToolSpec(
+        "hydrate_citation",
+        "metacog",
+        "Expand a citation tag like [node_3fa2b1] (a memory id or a unique prefix) to the memory's full content "
+        "and metadata.",
+        HydrateArgs,
+        hydrate_citation,
+        keywords=("citation", "cite", "expand", "hydrate", "reference", "source"),
+    ),
+    ToolSpec(
+        "get_node_lineage",
+        "metacog",
+        "The history of a memory: creation, annotations, importance changes, merges, deletions and restores, "
+        "oldest first.",
+        LineageArgs,
+        get_node_lineage,
+        keywords=("lineage", "history", "provenance", "audit", "changes"),
+    ),
+    ToolSpec(
+        "search_tombstones",
+        "diagnostic",
+        "Find soft-deleted memories still inside the 30-day recovery window, by words of their content or deletion "
+        "time; each comes with the reversal_hash that restores it.",
+        TombstoneArgs,
+        search_tombstones,
+        keywords=("tombstone", "deleted", "trash", "recover", "undo", "forgotten"),
+    ),
+)
