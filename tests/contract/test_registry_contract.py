@@ -19,7 +19,7 @@ EXPECTED = {
     "tool_find", "tool_describe", "tool_load", "tool_active", "tool_call",
     "get_system_instructions", "get_system_logs", "temporary_scratchpad",
     "merge_concepts", "annotate_node", "forget_concept", "boost_importance", "restore_from_hash",
-    "get_neighborhood", "get_recent_context", "find_causal_path", "hydrate_citation", "get_node_lineage",
+    "get_neighborhood", "get_recent_context", "find_causal_path", "entailment_query", "hydrate_citation", "get_node_lineage",
     "search_tombstones",
 }
 

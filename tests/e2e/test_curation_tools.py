@@ -195,3 +195,63 @@ async def test_navigation(client, app):
     assert (await error(client, "hydrate_citation", {"citation_tag": "node_abc"})).code == -32012
     assert (await error(client, "hydrate_citation", {"citation_tag": "[node_ffffffffff]"})).code == -32012
     assert (await error(client, "get_node_lineage", {"node_id": "0" * 32})).code == -32012
+
+
+async def test_causal_edges_are_made_on_store(client, app):
+    rain = await store(client, "Heavy rain leads to flooded basements.")
+    mould = await store(client, "Flooded basements cause mould on the walls.")
+    asthma = await store(client, "Mould on the walls triggers asthma attacks.")
+    lone = await store(client, OTHER)
+    edges = app.memory.record_store.graph_read(lambda g: [e for n in (rain, mould, asthma, lone)
+                                                          for e in g.edges_out(n) if e.type == "Causal"])
+    pairs = {(e.source, e.target): e for e in edges}
+    assert set(pairs) == {(rain, mould), (mould, asthma)}  # cause → effect, nothing for the unrelated memory
+    for e in pairs.values():
+        assert 0.65 <= e.weight <= 1 and 0.3 <= e.confidence <= 1 and e.direction == "forward"
+    path = await call(client, "find_causal_path", {"source_id": rain, "target_id": asthma})
+    assert path["found"] and path["path"] == [rain, mould, asthma] and not path["cycle_detected"]
+    assert not (await call(client, "find_causal_path", {"source_id": asthma, "target_id": rain}))["found"]
+    assert not (await call(client, "find_causal_path", {"source_id": rain, "target_id": lone}))["found"]
+    # a restatement of rain → flooding (effect first this time) matches rain both ways: no edge between them,
+    # but its effect is mould's cause
+    same = await store(client, "Flooded basements are caused by heavy rain.")
+    causal = app.memory.record_store.graph_read(lambda g: [e for e in g.edges(same) if e.type == "Causal"])
+    assert {(e.source, e.target) for e in causal} == {(same, mould)}
+
+
+HIERARCHY = {
+    "animal": "Animals such as dogs, cats and horses are living creatures.",
+    "dog": "Dogs are loyal pets that bark.",
+    "puppy": "A puppy is a young dog.",
+    "cat": "Cats are independent pets that purr.",
+    "kitten": "A kitten is a young cat.",
+    "horse": "Horses are large animals people ride.",
+}
+
+
+async def test_entailment_query(client):
+    ids = {name: await store(client, text) for name, text in HIERARCHY.items()}
+    deploy = await store(client, DEPLOY)
+    names = {v: k for k, v in ids.items()}
+
+    async def query(name, **extra):
+        return await call(client, "entailment_query", {"node_id": ids[name], **extra})
+
+    puppy = await query("puppy", direction="ancestors")  # TC-NAV-006
+    assert "descendants" not in puppy
+    up = [names.get(a["id"], a["id"]) for a in puppy["ancestors"]]
+    assert "animal" in up and "puppy" not in up and deploy not in up
+    animal = await query("animal")
+    down = [names.get(d["id"], d["id"]) for d in animal["descendants"]]
+    assert {"dog", "puppy", "cat", "kitten", "horse"} <= set(down) and deploy not in down
+    assert animal["ancestors"] == [] and animal["node"]["half_aperture_deg"] > 60
+    assert all(0 <= d["confidence"] <= 1 for d in animal["descendants"])
+    # the general memory sits nearest the origin, so no specific one contains it
+    for name in ("dog", "puppy", "kitten"):
+        assert ids["animal"] not in [d["id"] for d in (await query(name, direction="descendants"))["descendants"]]
+    assert len((await query("animal", max_results=2))["descendants"]) == 2
+    assert (await query("animal", min_confidence=1.0))["descendants"] == []
+    assert (await query("animal", embedding_space="E5"))["embedding_space"] == "E5"
+    missing = await error(client, "entailment_query", {"node_id": "0" * 32})
+    assert missing.code == -32012
+    assert (await error(client, "entailment_query", {"node_id": ids["dog"], "direction": "up"})).code == -32602

@@ -42,6 +42,9 @@ _EFFECT_FIRST = (  # "EFFECT cue CAUSE"
 _CAUSE_FIRST = (  # "CAUSE cue EFFECT"
     r"\b(?:leads?|led|leading)\s+to\b", r"\b(?:results?|resulted|resulting)\s+in\b",
     r"\b(?:causes|caused|causing)\b", r"\b(?:triggers|triggered|triggering)\b",
+    # the bare verb ("Floods cause mould"), not the noun ("the cause of", "a root cause", "cause for concern")
+    r"(?<!\bthe\s)(?<!\ba\s)(?<!\bone\s)(?<!\broot\s)(?<!\bmain\s)(?<!\bcommon\s)(?<!\blikely\s)"
+    r"\bcause\b(?!\s+(?:of|for|and|is|was|remains)\b)",
     r"\bso\s+that\b", r"\bin\s+order\s+to\b", r"\b(?:that|this|which)\s+is\s+why\b", r"\b(?:that's|that’s)\s+why\b",
     r"\bas\s+a\s+(?:result|consequence)\b", r"\btherefore\b", r"\bhence\b", r"\bthus\b", r"\bconsequently\b",
     r",\s*so\b", r"->", r"=>", r"→",

@@ -1,10 +1,11 @@
-"""Graph navigation and lookup (seed 001 §3.3, P1-008, P1-011, P2-005): neighbourhoods, recent context, causal
-paths, lineage, citations and tombstones. Read-only: each call reads one consistent LMDB snapshot in a worker
-thread; the path math is in graph.kernels."""
+"""Graph navigation and lookup (seed 001 §3.3, P1-003, P1-008, P1-011, P2-005): neighbourhoods, recent context,
+causal paths, entailment cones, lineage, citations and tombstones. Read-only: each call reads one consistent LMDB
+snapshot in a worker thread; the path math is in graph.kernels, the cone math in graph.hyperbolic."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +42,7 @@ class GraphService:
         self.clock = clock
         self.window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
         self.max_nodes = int(constitution["graph"]["neighborhood_max_nodes"])
+        self.hierarchy = constitution["graph"]["hierarchy"]
 
     async def _read(self, fn: Callable[[Any], Any]) -> Any:
         store = self.memory.record_store
@@ -151,6 +153,73 @@ class GraphService:
             return out
 
         return await self._read(fn)
+
+    async def entailment(self, node_id: str, direction: str, space_name: str, max_results: int,
+                         min_confidence: float) -> dict[str, Any]:
+        """Ancestors (cones containing the node) and descendants (inside its cone) among the node's nearest
+        memories in E1 (or E5/E7), mapped into a Poincaré ball by graph.hyperbolic. Bounded: one index query
+        of `neighbours` and one fingerprint read, so it costs the same at 10K memories as at 100."""
+        import numpy as np
+
+        from contextgraph.graph import hyperbolic as hb
+
+        h = self.hierarchy
+        space = int(space_name[1:])
+        memory = self.memory
+        memory.open()
+        record = memory.record_store.graph_read(lambda g: self._require(g, node_id))
+
+        def run() -> dict[str, Any]:
+            started = time.perf_counter()
+            store, indexes = memory.record_store, memory.indexes
+            indexes.catch_up(store)
+            (fp,) = store.fingerprints([record.seq], spaces=[space])
+            hits = [(seq, score) for seq, score in indexes.search(space, fp[space], int(h["neighbours"]) + 1)
+                    if seq != record.seq and score >= float(h["min_cosine"])]
+            seqs = [record.seq] + [seq for seq, _ in hits]
+            records = store.get_by_seq(seqs)
+            fps = store.fingerprints(seqs, spaces=[space])
+            keep = [i for i, (r, f) in enumerate(zip(records, fps)) if r is not None and f is not None]
+            records = [records[i] for i in keep]
+            vectors = np.stack([np.asarray(fps[i][space], dtype=np.float64) for i in keep])
+            k = float(h["aperture_k"])
+            # centrality in the whole store: each node's soft degree over its own nearest memories
+            floor, m = float(h["min_cosine"]), int(h["neighbours"])
+            kept = [seqs[i] for i in keep]
+            degree = [hb.soft_degree([sc for sq, sc in indexes.search(space, v.astype(np.float32), m + 1)
+                                      if sq != seq], floor) for seq, v in zip(kept, vectors)]
+            general = hb.rank_generality(np.array(degree))
+            points = hb.to_ball(hb.pull_to_axis(vectors, float(h["axis_pull"])), general,
+                                max(float(h["r_min"]), hb.min_radius(k)), float(h["r_max"]))
+            inside, confidence = hb.entailment(points, k)
+            psi = hb.half_aperture(points, k)
+
+            def listed(pairs: list[tuple[int, float]]) -> list[dict[str, Any]]:
+                pairs = sorted((p for p in pairs if p[1] >= min_confidence), key=lambda p: -p[1])[:max_results]
+                return [{**record_summary(records[j], preview=_PREVIEW), "confidence": round(float(c), 4),
+                         "generality": round(float(general[j]), 4),
+                         "poincare_norm": round(float(np.linalg.norm(points[j])), 4)} for j, c in pairs]
+
+            n = len(records)
+            out: dict[str, Any] = {
+                "node_id": node_id, "direction": direction, "embedding_space": space_name,
+                "node": {"generality": round(float(general[0]), 4),
+                         "poincare_norm": round(float(np.linalg.norm(points[0])), 4),
+                         "half_aperture_deg": round(float(np.degrees(psi[0])), 2)},
+                "considered": n - 1,
+            }
+            if direction in ("ancestors", "both"):
+                out["ancestors"] = listed([(i, confidence[i, 0]) for i in range(1, n) if inside[i, 0]])
+            if direction in ("descendants", "both"):
+                out["descendants"] = listed([(j, confidence[0, j]) for j in range(1, n) if inside[0, j]])
+            out["method"] = (f"the {n - 1} nearest memories in {space_name} (cosine ≥ {h['min_cosine']}) mapped "
+                             "into a Poincaré ball, general ones (similar to more memories) nearer the origin; "
+                             f"entailment cones with K = {k} (Ganea et al. 2018); confidence = 1 − angle / "
+                             "half-aperture")
+            out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            return out
+
+        return await anyio.to_thread.run_sync(run)
 
     async def lineage(self, node_id: str) -> dict[str, Any]:
         def fn(g: Any) -> dict[str, Any]:

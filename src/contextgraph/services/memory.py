@@ -320,13 +320,15 @@ class MemoryService:
             timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
             utl = self._novelty(fingerprint) if with_novelty else None
             similar[:] = self._similar(fingerprint)
+            causal[:] = self._causal(content, fingerprint, pipeline)
             return fingerprint, utl
 
         similar: list[tuple[str, float]] = []
+        causal: list[tuple[str, str, float, float]] = []
         fingerprint, utl = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
         now = time.time()
         memory_id = uuid.uuid4().hex
-        edges, temporal = self._auto_edges(memory_id, links, similar, now)
+        edges, temporal = self._auto_edges(memory_id, links, similar, now, causal)
         record = MemoryRecord(
             id=memory_id,
             content=content,
@@ -360,11 +362,53 @@ class MemoryService:
         records = self._store.get_by_seq([seq for seq, _ in hits]) if hits else []
         return [(r.id, float(score)) for r, (_seq, score) in zip(records, hits) if r is not None]
 
-    def _auto_edges(self, memory_id: str, links: list[str], similar: list[tuple[str, float]], now: float) -> tuple:
+    def _causal(self, content: str, fingerprint: Fingerprint, pipeline: Any) -> list[tuple[str, str, float, float]]:
+        """Causal matches of a new memory against existing ones, from E5's [cause ; effect] halves: (direction,
+        id, similarity, margin), direction "in" (the other's effect is this memory's cause: other → new) or "out"
+        (this memory's effect is the other's cause: new → other). Only when both memories have causal cue spans
+        (a memory without a cue has both halves equal to its whole text, which would make any memory on the same
+        topic look like a cause or an effect). Candidates: the E1 nearest few, plus E5 nearest to [cause ; cause]
+        and [effect ; effect] (which rank the others' effect resp. cause halves), never a full scan. A match needs
+        similarity ≥ causal_edge_min_cosine and a margin (similarity − the reverse direction's) ≥
+        causal_edge_min_margin, which rules out restatements of the same cause and effect (both directions match)."""
+        from contextgraph.embedders.e05_causal import causal_spans
+
+        g = self._graph
+        threshold, min_margin = float(g["causal_edge_min_cosine"]), float(g["causal_edge_min_margin"])
+        k = int(g["causal_edge_k"])
+        if not causal_spans(content).cues:
+            return []
+        e5 = next(e for e in pipeline.embedders if e.space == 5)
+        cause, effect = e5.halves(fingerprint[5])
+        if np.allclose(cause, effect):
+            return []
+        seqs: dict[int, None] = {}
+        for space, query in ((1, fingerprint[1]), (5, np.concatenate([cause, cause]) / np.sqrt(2.0)),
+                             (5, np.concatenate([effect, effect]) / np.sqrt(2.0))):
+            seqs.update((seq, None) for seq, _ in self._indexes.search(space, query.astype(np.float32), k))
+        if not seqs:
+            return []
+        order = list(seqs)
+        found = []
+        for record, fp in zip(self._store.get_by_seq(order), self._store.fingerprints(order, spaces=[5])):
+            if record is None or fp is None:
+                continue
+            o_cause, o_effect = e5.halves(fp[5])
+            if np.allclose(o_cause, o_effect):
+                continue  # no cue: no cause or effect to match
+            into, out = float(cause @ o_effect), float(effect @ o_cause)
+            direction, sim, margin = ("in", into, into - out) if into >= out else ("out", out, out - into)
+            if sim >= threshold and margin >= min_margin:
+                found.append((direction, record.id, sim, margin))
+        return found
+
+    def _auto_edges(self, memory_id: str, links: list[str], similar: list[tuple[str, float]], now: float,
+                    causal: list[tuple[str, str, float, float]] = ()) -> tuple:
         """The edges a new memory gets on store: Relational to what it names in link_to, Semantic to its nearest
-        neighbours (weight = cosine), and a factory for the Temporal edge from its session's previous memory,
-        which the store resolves inside the put's transaction (so two concurrent stores cannot both claim it).
-        Causal edges from E5 are not created automatically yet."""
+        neighbours (weight = cosine), Causal cause → effect for its E5 matches (`_causal`; weight = the
+        cause/effect half similarity, confidence = the margin over the reverse direction), and a factory for the
+        Temporal edge from its session's previous memory, which the store resolves inside the put's transaction
+        (so two concurrent stores cannot both claim it)."""
         from contextgraph.storage.base import Edge
 
         g = self._graph
@@ -374,6 +418,9 @@ class MemoryService:
         edges += [Edge(memory_id, other, "Semantic", weight=round(min(1.0, score), 6),
                        confidence=round(min(1.0, score), 6), direction="undirected", created_at=now)
                   for other, score in similar if other not in linked]
+        edges += [Edge(*((other, memory_id) if direction == "in" else (memory_id, other)), "Causal",
+                       weight=round(min(1.0, sim), 6), confidence=round(min(1.0, margin), 6), created_at=now)
+                  for direction, other, sim, margin in causal]
         weight = float(g["temporal_edge_weight"])
 
         def temporal(previous: str, new: str) -> Edge:

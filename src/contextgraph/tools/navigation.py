@@ -1,4 +1,4 @@
-"""Graph navigation and lookup tools (seed 001 §3.3, P1-008, P1-011, P2-005). Thin handlers: one GraphService
+"""Graph navigation and lookup tools (seed 001 §3.3, P1-003, P1-008, P1-011, P2-005). Thin handlers: one GraphService
 call each. hydrate_citation and get_node_lineage belong to the metacog category and search_tombstones to
 diagnostic (SPEC §3); they live here because they read the same graph."""
 
@@ -53,6 +53,22 @@ class CausalPathArgs(Args):
 
 async def find_causal_path(ctx: ToolContext, args: CausalPathArgs) -> dict[str, Any]:
     return await ctx.app.graph.causal_path(args.source_id, args.target_id, args.max_hops, args.direction)
+
+
+class EntailmentArgs(Args):
+    node_id: str = NodeId
+    direction: Literal["ancestors", "descendants", "both"] = Field(
+        "both", description="ancestors: cones containing the node; descendants: nodes inside its cone.")
+    embedding_space: Literal["E1", "E5", "E7"] = Field("E1", description="Which space to query (typically E1 "
+                                                                          "semantic).")
+    max_results: int = Field(10, ge=1, le=50, description="Most ancestors and most descendants to return.")
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0, description="Skip memberships below this confidence "
+                                                                   "(1 − angle / half-aperture).")
+
+
+async def entailment_query(ctx: ToolContext, args: EntailmentArgs) -> dict[str, Any]:
+    return await ctx.app.graph.entailment(args.node_id, args.direction, args.embedding_space, args.max_results,
+                                          args.min_confidence)
 
 
 class LineageArgs(Args):
@@ -112,6 +128,16 @@ TOOLS = (
         CausalPathArgs,
         find_causal_path,
         keywords=("causal", "cause", "effect", "why", "chain", "path"),
+    ),
+    ToolSpec(
+        "entailment_query",
+        "navigation",
+        "Hierarchy around a memory: its nearest memories mapped into a Poincaré ball (general ones near the "
+        "origin); ancestors are those whose entailment cone contains it, descendants those inside its cone.",
+        EntailmentArgs,
+        entailment_query,
+        keywords=("hierarchy", "ancestors", "descendants", "category", "hyperbolic", "entailment", "cone",
+                  "parent", "child", "broader", "narrower"),
     ),
     ToolSpec(
         "hydrate_citation",
