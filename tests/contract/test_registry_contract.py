@@ -21,6 +21,7 @@ EXPECTED = {
     "merge_concepts", "annotate_node", "forget_concept", "boost_importance", "restore_from_hash",
     "get_neighborhood", "get_recent_context", "find_causal_path", "entailment_query", "hydrate_citation", "get_node_lineage",
     "search_tombstones",
+    "utl_status", "get_kuramoto_sync", "adjust_coupling", "get_consciousness_state", "get_johari_classification",
 }
 
 

@@ -455,6 +455,19 @@ def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.intersect1d(a, b, assume_unique=True).size / union) if union else 0.0
 
 
+def space_similarities(by_space: dict[int, Any], space: Any, fingerprint: Fingerprint,
+                       neighbours: list[Fingerprint]) -> np.ndarray:
+    """Similarities in [0, 1] of `fingerprint` to each neighbour in one space, in that space's own measure."""
+    if not neighbours:
+        return np.zeros(0)
+    column = [fp[space.id] for fp in neighbours]
+    if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
+        sims = np.array([_jaccard(fingerprint[space.id].indices, doc.indices) for doc in column])
+    else:
+        sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
+    return np.clip(np.nan_to_num(sims), 0.0, 1.0)
+
+
 def novelty(store: Any, indexes: Any, embedders: Any, fingerprint: Fingerprint, k: int, threshold: float,
             cognition: Any) -> dict[str, Any]:
     by_space = {e.space: e for e in embedders}
@@ -467,12 +480,7 @@ def novelty(store: Any, indexes: Any, embedders: Any, fingerprint: Fingerprint, 
             delta_s.append(1.0)
             delta_c.append(0.0)
             continue
-        column = [fp[space.id] for fp in neighbours]
-        if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
-            sims = np.array([_jaccard(fingerprint[space.id].indices, doc.indices) for doc in column])
-        else:
-            sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
-        sims = np.clip(np.nan_to_num(sims), 0.0, 1.0)
+        sims = space_similarities(by_space, space, fingerprint, neighbours)
         delta_s.append(float(np.clip(1.0 - sims.mean(), 0.0, 1.0)))
         above = sims[sims > threshold]
         delta_c.append(float(above.mean()) if above.size else 0.0)

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.fingerprint import MODALITIES
+from contextgraph.services.cognition import utl_status as utl_status_view
 from contextgraph.services.manifest import build_manifest
 from contextgraph.services.memory import NewMemory
 from contextgraph.tools.context import ToolContext
@@ -104,6 +105,14 @@ async def get_graph_manifest(ctx: ToolContext, args: ManifestArgs) -> dict[str, 
     return await build_manifest(ctx.app)
 
 
+class UtlStatusArgs(Args):
+    pass
+
+
+async def utl_status(ctx: ToolContext, args: UtlStatusArgs) -> dict[str, Any]:
+    return utl_status_view(ctx.app.cognition, ctx.app.memory.record_store.count())
+
+
 TOOLS = (
     ToolSpec(
         "store_memory",
@@ -141,5 +150,14 @@ TOOLS = (
         ManifestArgs,
         get_graph_manifest,
         keywords=("manifest", "architecture", "embedders", "status", "indexes", "models"),
+    ),
+    ToolSpec(
+        "utl_status",
+        "core",
+        "Get the learning engine's live state: lifecycle stage and its lambda weights, entropy, coherence, "
+        "learning score, Johari quadrant with the suggested action, memory count and per-space novelty/coherence.",
+        UtlStatusArgs,
+        utl_status,
+        keywords=("utl", "learning", "entropy", "coherence", "lifecycle", "status", "johari"),
     ),
 )

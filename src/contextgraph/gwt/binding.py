@@ -1,0 +1,35 @@
+"""Per-memory binding (SPEC §9): how well a candidate memory agrees with the current context across spaces.
+
+Each space's agreement aᵢ ∈ [0, 1] becomes a phase θᵢ = π(1 − aᵢ): full agreement sits at 0, none at π. r_m is
+the order parameter of those phases, so r_m ≈ 1 when every space agrees (or every space disagrees alike — a
+consistent verdict binds as well; the workspace ranks by r_m × importance × alignment, so the agreement level
+itself still counts there).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contextgraph.gwt.kuramoto import order_parameter
+
+
+def binding_phases(agreements: np.ndarray) -> np.ndarray:
+    a = np.clip(np.nan_to_num(np.asarray(agreements, dtype=np.float64), nan=0.0), 0.0, 1.0)
+    return math.pi * (1.0 - a)
+
+
+def binding_r(agreements: np.ndarray) -> float:
+    """r_m for one memory's agreements (1-d), or 0 for none."""
+    return order_parameter(binding_phases(agreements))[0]
+
+
+def binding_r_batch(agreements: np.ndarray) -> np.ndarray:
+    """r_m for each row of an [m, 13] agreement matrix."""
+    a = np.asarray(agreements, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
+        return np.zeros(a.shape[0] if a.ndim == 2 else 0)
+    theta = binding_phases(a)
+    z = np.exp(1j * theta).mean(axis=1)
+    return np.clip(np.abs(z), 0.0, 1.0)

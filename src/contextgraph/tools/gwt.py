@@ -1,0 +1,102 @@
+"""GWT tools (SPEC §9, seed 004): the Kuramoto network, coupling, C(t) and per-memory Johari. Thin handlers:
+the state lives in services.cognition / services.gwt, the math in gwt/ and utl/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from contextgraph.constitution import constitution
+from contextgraph.services.gwt import consciousness_state, kuramoto_sync
+from contextgraph.services.johari import classify_memory
+from contextgraph.tools.context import ToolContext
+from contextgraph.tools.spec import Args, ToolSpec
+
+_C = constitution()
+_K = _C["gwt"]["kuramoto"]["coupling"]
+SessionId = Field(None, min_length=1, max_length=128,
+                  description="Accepted for seed 004 compatibility; the engine is one per server, so every "
+                              "session sees the same state.")
+
+
+class SyncArgs(Args):
+    session_id: str | None = SessionId
+
+
+async def get_kuramoto_sync(ctx: ToolContext, args: SyncArgs) -> dict[str, Any]:
+    return kuramoto_sync(ctx.app.cognition.network)
+
+
+class CouplingArgs(Args):
+    new_K: float = Field(ge=float(_K["min"]), le=float(_K["max"]), allow_inf_nan=False,
+                         description=f"New coupling strength K in [{_K['min']}, {_K['max']}]. Higher K "
+                                     "synchronises the 13 oscillators faster.")
+
+
+async def adjust_coupling(ctx: ToolContext, args: CouplingArgs) -> dict[str, Any]:
+    network = ctx.app.cognition.network
+    old, new, predicted = network.set_coupling(args.new_K)
+    return {"old_K": old, "new_K": new, "predicted_r": round(predicted, 6),
+            "bounds": {"min": network.k_min, "max": network.k_max},
+            "method": f"predicted_r: mean r over the second half of a {network.predict_seconds:g} s simulation "
+                      f"(dt {network.dt:g} s) from the current phases at the new K"}
+
+
+class ConsciousnessArgs(Args):
+    session_id: str | None = SessionId
+
+
+async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> dict[str, Any]:
+    return consciousness_state(ctx.app.cognition, dict(_C["gwt"]["consciousness_states"]))
+
+
+class JohariArgs(Args):
+    memory_id: str = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$",
+                           description="Id of the stored memory to classify (32 hex characters).")
+
+
+async def get_johari_classification(ctx: ToolContext, args: JohariArgs) -> dict[str, Any]:
+    return await classify_memory(ctx.app.memory, ctx.app.cognition, ctx.app.constitution, args.memory_id)
+
+
+TOOLS = (
+    ToolSpec(
+        "get_kuramoto_sync",
+        "gwt",
+        "Get the Kuramoto oscillator network's synchronisation: order parameter r (0-1, 1 = synchronised), mean "
+        "phase psi, the 13 oscillator phases (one per embedding space), natural frequencies and coupling K.",
+        SyncArgs,
+        get_kuramoto_sync,
+        keywords=("kuramoto", "sync", "oscillators", "phase", "order parameter", "coupling"),
+    ),
+    ToolSpec(
+        "adjust_coupling",
+        "gwt",
+        "Set the Kuramoto coupling strength K (0-10): higher K synchronises the embedding spaces faster. Returns "
+        "old_K, new_K and predicted_r from a short simulation at the new K.",
+        CouplingArgs,
+        adjust_coupling,
+        keywords=("coupling", "kuramoto", "synchronise", "tune", "K"),
+    ),
+    ToolSpec(
+        "get_consciousness_state",
+        "gwt",
+        "Get the consciousness level C = I x R x D (integration r, reflection from meta-cognitive accuracy, "
+        "differentiation of the purpose vector) and its state: DORMANT, FRAGMENTED, EMERGING, CONSCIOUS or "
+        "HYPERSYNC, with what each factor is computed from.",
+        ConsciousnessArgs,
+        get_consciousness_state,
+        keywords=("consciousness", "awareness", "integration", "differentiation", "state", "gwt"),
+    ),
+    ToolSpec(
+        "get_johari_classification",
+        "gwt",
+        "Classify one stored memory in the Johari window per embedding space (Open, Blind, Hidden, Unknown) from "
+        "its novelty and coherence against its neighbours: 13 quadrants, 13 confidences, and cross-space "
+        "insights such as \"Open in E1 but Blind in E5: knows what it means, not why\".",
+        JohariArgs,
+        get_johari_classification,
+        keywords=("johari", "quadrant", "novelty", "coherence", "blind spot", "classify"),
+    ),
+)

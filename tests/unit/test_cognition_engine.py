@@ -1,0 +1,76 @@
+"""The engine state: the pulse reads the live Kuramoto phase spread, records nudge the oscillators, the network
+advances lazily and boundedly on read, and meta-accuracy follows the operations."""
+
+import math
+
+import numpy as np
+import pytest
+
+from contextgraph.constitution import constitution
+from contextgraph.gwt import kuramoto as kur
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.utl import learning
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_coherent_operations_synchronise_and_novel_ones_desynchronise():
+    state = CognitiveState(constitution(), clock=Clock())
+    r0 = state.network.read().r
+    for _ in range(10):
+        state.record([0.1] * 13, [0.9] * 13, memory_count=10)
+    synced = state.network.read().r
+    assert synced > max(r0, 0.9)
+    for _ in range(10):
+        state.record([1.0] * 13, [0.0] * 13, memory_count=11)
+    assert state.network.read().r < synced
+
+
+def test_learning_score_uses_the_live_phase_spread():
+    state = CognitiveState(constitution(), clock=Clock())
+    for _ in range(5):
+        state.record([0.6] * 13, [0.7] * 13, memory_count=3)
+    snap = state.snapshot()
+    phi = kur.phase_spread(state.network.read().r)
+    assert snap["phase_spread"] == pytest.approx(phi)
+    expected = learning.learning_score(snap["delta_s"], snap["delta_c"], state.tau, 0.7, 0.3, 1.0, phi)
+    assert state.pulse()["learning_score"] == pytest.approx(expected, abs=1e-4)
+    # scatter the phases by hand: same ΔS/ΔC, different φ, different score
+    state.network._phases = np.linspace(0, 2 * math.pi, 13, endpoint=False) + 0.01 * np.arange(13)
+    state.network._r, _ = kur.order_parameter(state.network._phases)
+    assert state.pulse()["learning_score"] != pytest.approx(expected, abs=1e-3)
+
+
+def test_the_network_advances_lazily_and_boundedly_on_read():
+    clock = Clock()
+    state = CognitiveState(constitution(), clock=clock)
+    before = state.network.read()
+    assert before.steps == 0
+    clock.now += 0.05
+    assert state.network.read().steps == 5
+    clock.now += 3600.0  # an hour idle: a pulse integrates at most pulse_max_steps, a tool read max_lazy_steps
+    state.pulse()
+    assert state.network.read().steps == 0  # the pulse consumed the elapsed time (bounded)
+    clock.now += 3600.0
+    assert state.network.read().steps == constitution()["gwt"]["kuramoto"]["max_lazy_steps"]
+
+
+def test_meta_accuracy_has_a_prior_then_follows_predictions():
+    state = CognitiveState(constitution(), clock=Clock())
+    assert state.meta_accuracy == 0.5
+    for _ in range(20):
+        state.record([0.3] * 13, [0.8] * 13, memory_count=5)
+    steady = state.meta_accuracy
+    assert 0.0 <= steady <= 1.0 and steady > 0.9  # a steady stream is predictable
+
+
+def test_observe_memory_count_moves_the_lifecycle():
+    state = CognitiveState(constitution(), clock=Clock())
+    state.observe_memory_count(600)
+    assert state.lifecycle.stage == "maturity"

@@ -1,0 +1,106 @@
+"""Binding r_m, C = I·R·D and its states, and ΔC with ClusterFit: naive references and edge cases."""
+
+import math
+
+import numpy as np
+import pytest
+
+from contextgraph.constitution import constitution
+from contextgraph.gwt import binding, consciousness as cs
+from contextgraph.utl import delta_c as dc
+
+STATES = constitution()["gwt"]["consciousness_states"]
+
+
+def test_binding_all_agree_is_one_and_split_is_zero():
+    assert binding.binding_r(np.ones(13)) == pytest.approx(1.0)
+    assert binding.binding_r(np.zeros(13)) == pytest.approx(1.0)  # a consistent "no" binds too
+    half = np.array([1.0] * 6 + [0.0] * 6)
+    assert binding.binding_r(half) == pytest.approx(0.0, abs=1e-12)
+    assert binding.binding_r(np.array([])) == 0.0
+    assert binding.binding_r(np.array([float("nan")] * 13)) == pytest.approx(1.0)
+
+
+def test_binding_matches_a_naive_reference():
+    a = np.random.default_rng(0).uniform(0, 1, (20, 13))
+    naive = [abs(sum(complex(math.cos(math.pi * (1 - x)), math.sin(math.pi * (1 - x))) for x in row) / 13)
+             for row in a]
+    assert np.allclose(binding.binding_r_batch(a), naive)
+    assert np.allclose([binding.binding_r(row) for row in a], naive)
+    assert binding.binding_r_batch(np.zeros((0, 13))).size == 0
+
+
+def test_consciousness_is_the_product_and_matches_the_formula():
+    p = np.random.default_rng(1).uniform(0, 1, 13)
+    q = p / p.sum()
+    d = -(q * np.log(q)).sum() / math.log(13)
+    out = cs.consciousness(0.7, 0.8, p)
+    assert out["D"] == pytest.approx(d)
+    assert out["R"] == pytest.approx(1 / (1 + math.exp(-(4 * 0.8 - 2))))
+    assert out["C"] == pytest.approx(0.7 * out["R"] * d)
+
+
+def test_differentiation_edges():
+    assert cs.differentiation(np.ones(13)) == pytest.approx(1.0)
+    assert cs.differentiation(np.eye(13)[0]) == 0.0
+    for empty in (np.zeros(13), np.array([]), np.array([5.0]), np.full(13, np.nan), -np.ones(13)):
+        assert cs.differentiation(empty) == 0.0
+    out = cs.consciousness(float("nan"), float("inf"), np.zeros(13))
+    assert all(math.isfinite(v) for v in out.values()) and out["C"] == 0.0
+
+
+@pytest.mark.parametrize(("c", "state"), [
+    (0.0, "DORMANT"), (0.2999, "DORMANT"), (0.3, "FRAGMENTED"), (0.4999, "FRAGMENTED"), (0.5, "EMERGING"),
+    (0.7999, "EMERGING"), (0.8, "CONSCIOUS"), (0.95, "CONSCIOUS"), (0.9501, "HYPERSYNC"), (1.0, "HYPERSYNC"),
+    (float("nan"), "DORMANT"), (-1.0, "DORMANT"),
+])
+def test_state_machine_on_the_constitution_bounds(c, state):
+    assert cs.state(c, STATES) == state
+
+
+def test_silhouette_and_cluster_fit():
+    assert dc.silhouette(0.2, 0.8) == pytest.approx(0.75)
+    assert dc.silhouette(0.8, 0.2) == pytest.approx(-0.75)
+    assert dc.silhouette(0.0, 0.0) == 0.0
+    x = np.array([1.0, 0.0])
+    own = np.array([[0.9, 0.1], [1.0, 0.05]])
+    other = np.array([[0.0, 1.0], [0.1, 0.9]])
+    good = dc.cluster_fit(x, own, [other])
+    bad = dc.cluster_fit(x, other, [own])
+    assert good > 0.9 and bad < 0.1
+    # naive reference
+    cos = lambda u, v: 1 - u @ v / (np.linalg.norm(u) * np.linalg.norm(v))  # noqa: E731
+    a = np.mean([cos(x, o) for o in own])
+    b = np.mean([cos(x, o) for o in other])
+    assert good == pytest.approx(((b - a) / max(a, b) + 1) / 2)
+
+
+def test_cluster_fit_is_neutral_when_undefined():
+    x = np.ones(4)
+    assert dc.cluster_fit(x, np.zeros((0, 4)), []) == 0.5          # empty store
+    assert dc.cluster_fit(x, np.ones((1, 4)), []) == 0.5           # one cluster only
+    assert dc.cluster_fit(np.zeros(4), np.zeros((2, 4)), [np.zeros((2, 4))]) == 0.5  # zero vectors
+    assert math.isfinite(dc.cluster_fit(np.full(4, np.nan), np.ones((2, 4)), [np.ones((1, 4))]))
+
+
+def test_delta_c_with_cluster_fit_differs_from_without():
+    conn, fit, cons = 0.6, 0.9, 0.8
+    with_fit = dc.delta_c(conn, fit, cons)
+    assert with_fit == pytest.approx(0.4 * 0.6 + 0.4 * 0.9 + 0.2 * 0.8)
+    without = dc.delta_c(conn, 0.0, cons)
+    renormalised = (0.4 * conn + 0.2 * cons) / 0.6
+    assert with_fit != pytest.approx(without) and with_fit != pytest.approx(renormalised)
+
+
+def test_connectivity_and_consistency():
+    assert dc.connectivity([0.9, 0.2, 0.7], 0.5) == pytest.approx(0.8)
+    assert dc.connectivity([], 0.5) == 0.0 and dc.connectivity([float("nan")], 0.5) == 0.0
+    assert dc.consistency([]) == 1.0 and dc.consistency([0.4]) == 1.0
+    assert dc.consistency([0.0, 1.0]) == pytest.approx(0.75)
+    assert 0.0 <= dc.delta_c(float("nan"), float("inf"), -3) <= 1.0
+
+
+def test_cluster_fit_from_distances():
+    assert dc.cluster_fit_from_distances([0.2, 0.2], [0.8]) == pytest.approx((0.75 + 1) / 2)
+    assert dc.cluster_fit_from_distances([], [0.5]) == 0.5 and dc.cluster_fit_from_distances([0.1], []) == 0.5
+    assert dc.cluster_fit_from_distances([float("nan")], [0.3]) == 0.5

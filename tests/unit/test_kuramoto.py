@@ -1,0 +1,117 @@
+"""Kuramoto kernels against naive references and the properties of SPEC §9 / issue 4."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextgraph.constitution import constitution
+from contextgraph.gwt import kuramoto as kur
+
+HZ = constitution()["gwt"]["kuramoto"]["natural_frequencies_hz"]
+OMEGA = kur.natural_frequencies(HZ)
+
+
+def naive_derivative(theta, omega, k):
+    n = len(theta)
+    return np.array([omega[i] + k / n * sum(math.sin(theta[j] - theta[i]) for j in range(n)) for i in range(n)])
+
+
+def naive_order(theta):
+    z = sum(complex(math.cos(t), math.sin(t)) for t in theta) / len(theta)
+    return abs(z), math.atan2(z.imag, z.real) % (2 * math.pi)
+
+
+def test_natural_frequencies_are_normalised_to_a_mean_of_one_hertz():
+    assert OMEGA.shape == (13,)
+    assert OMEGA.mean() == pytest.approx(2 * math.pi)
+    assert OMEGA[8] / OMEGA[5] == pytest.approx(80 / 4)  # ratios kept
+    assert np.all(kur.natural_frequencies([0, 0]) == 0) and kur.natural_frequencies([]).size == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mean_field_derivative_equals_the_naive_double_sum(seed):
+    rng = np.random.default_rng(seed)
+    theta = rng.uniform(0, 2 * math.pi, 13)
+    k = rng.uniform(0, 10)
+    assert np.allclose(kur.derivative(theta, OMEGA, k), naive_derivative(theta, OMEGA, k), atol=1e-12)
+    r, psi = kur.order_parameter(theta)
+    nr, npsi = naive_order(theta)
+    assert r == pytest.approx(nr) and psi == pytest.approx(npsi)
+
+
+def test_euler_steps_match_a_naive_integration():
+    theta = np.random.default_rng(1).uniform(0, 2 * math.pi, 13)
+    ours, steps = kur.advance(theta, OMEGA, 3.0, 0.5, max_steps=1000)
+    naive = theta.copy()
+    for _ in range(50):
+        naive = naive + 0.01 * naive_derivative(naive, OMEGA, 3.0)
+    assert steps == 50
+    assert np.allclose(np.exp(1j * ours), np.exp(1j * naive), atol=1e-9)
+
+
+def test_identical_phases_have_r_one():
+    r, psi = kur.order_parameter(np.full(13, 1.25))
+    assert r == pytest.approx(1.0) and psi == pytest.approx(1.25)
+    assert kur.phase_spread(r) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_zero_coupling_with_spread_frequencies_stays_unsynchronised():
+    theta = np.random.default_rng(2).uniform(0, 2 * math.pi, 13)
+    trajectory = kur.simulate_r(theta, OMEGA, 0.0, 20.0)
+    assert trajectory.mean() < 0.45 and trajectory[-500:].mean() < 0.45
+
+
+def test_large_coupling_with_identical_frequencies_synchronises():
+    theta = np.random.default_rng(3).uniform(0, 2 * math.pi, 13)
+    trajectory = kur.simulate_r(theta, np.full(13, 2 * math.pi), 10.0, 5.0)
+    assert trajectory[-1] > 0.999
+    assert kur.predict_r(theta, np.full(13, 2 * math.pi), 10.0) > 0.99
+
+
+def test_more_coupling_predicts_more_synchrony():
+    theta = np.random.default_rng(4).uniform(0, 2 * math.pi, 13)
+    assert kur.predict_r(theta, OMEGA, 10.0, 5.0) > kur.predict_r(theta, OMEGA, 0.0, 5.0) + 0.2
+
+
+def test_coupling_is_clamped():
+    assert kur.clamp_coupling(-1) == 0.0 and kur.clamp_coupling(11) == 10.0 and kur.clamp_coupling(3.5) == 3.5
+    assert kur.clamp_coupling(float("nan")) == 0.0 and kur.clamp_coupling(float("inf")) == 10.0
+
+
+def test_lazy_advance_is_bounded():
+    theta = np.zeros(13)
+    _, steps = kur.advance(theta, OMEGA, 2.0, 3600.0, max_steps=100)
+    assert steps == 100
+    for seconds in (0.0, -1.0, float("nan"), float("inf")):
+        out, steps = kur.advance(theta, OMEGA, 2.0, seconds, max_steps=100)
+        assert steps == 0 and np.all(np.isfinite(out))
+
+
+def test_nudge_pulls_coherent_spaces_together_and_pushes_novel_ones_apart():
+    # from a partly synchronised state (phases within ±1.2 rad), where "apart" has somewhere to go
+    theta = np.random.default_rng(5).uniform(-1.2, 1.2, 13) % (2 * math.pi)
+    r0 = kur.order_parameter(theta)[0]
+    together = kur.nudge(theta, [0.0] * 13, [1.0] * 13, 0.5)
+    apart = kur.nudge(theta, [1.0] * 13, [0.0] * 13, 0.5)
+    assert kur.order_parameter(together)[0] > r0 > kur.order_parameter(apart)[0]
+    mixed = kur.nudge(theta, [0.0] * 6 + [1.0] * 7, [1.0] * 6 + [0.0] * 7, 0.5)
+    assert np.allclose(mixed[6:], kur.nudge(theta, [1.0] * 13, [0.0] * 13, 0.5)[6:])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=13),
+       st.floats(allow_nan=True, allow_infinity=True))
+def test_no_nan_or_infinity_for_any_input(values, k):
+    theta = np.nan_to_num(np.array(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    r, psi = kur.order_parameter(theta)
+    assert 0.0 <= r <= 1.0 and math.isfinite(psi)
+    assert 0.0 <= kur.phase_spread(r) <= math.pi
+    omega = np.full(theta.size, 2 * math.pi)
+    out, _ = kur.advance(theta, omega, k, 0.1, 20)
+    assert np.all(np.isfinite(out))
+    nudged = kur.nudge(theta, [float("nan")] * theta.size, [float("inf")] * theta.size, float("nan"))
+    assert np.all(np.isfinite(nudged))
+    assert kur.order_parameter(np.array([]))[0] == 0.0 and kur.phase_spread(0.0) == math.pi
