@@ -33,15 +33,33 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | int]:
-    """n, median, p95, min, max of a sample (units are whatever the caller passed in)."""
+    """n, median, p95, p99, min, max of a sample (units are whatever the caller passed in). p99 of fewer than
+    ~100 samples is close to the maximum; read it as such."""
     s = sorted(float(v) for v in values)
     return {
         "n": len(s),
         "median": _percentile(s, 50),
         "p95": _percentile(s, 95),
+        "p99": _percentile(s, 99),
         "min": s[0] if s else math.nan,
         "max": s[-1] if s else math.nan,
     }
+
+
+def git_info() -> dict[str, Any]:
+    """The commit measured, and whether src/ or constitution.yaml had uncommitted changes (the code moves fast)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10,
+                                  check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD").strip() or None
+    dirty = git("status", "--porcelain", "--", "src", "constitution.yaml").strip()
+    return {"commit": head, "src_dirty": bool(dirty)}
 
 
 def machine_info() -> dict[str, Any]:
@@ -53,6 +71,8 @@ def machine_info() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "git": git_info(),
+        "loadavg": list(os.getloadavg()),
     }
 
 
@@ -68,10 +88,12 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
-def format_summary(label: str, stats: dict[str, Any], unit: str, budget: float | None = None) -> str:
+def format_summary(label: str, stats: dict[str, Any], unit: str, budget: float | None = None,
+                   p99: bool = False) -> str:
     line = (
         f"{label:<44} median {_fmt(stats['median']):>8} {unit}  p95 {_fmt(stats['p95']):>8} {unit}  "
-        f"min {_fmt(stats['min'])}  max {_fmt(stats['max'])}  (n={stats['n']})"
+        + (f"p99 {_fmt(stats['p99']):>8} {unit}  " if p99 else "")
+        + f"min {_fmt(stats['min'])}  max {_fmt(stats['max'])}  (n={stats['n']})"
     )
     if budget is not None:
         verdict = "OK" if stats["p95"] < budget else "OVER"

@@ -28,14 +28,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL_CACHE = BENCH_DIR / "results" / "model-cache"  # gitignored; the ONNX export happens once per machine
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-_SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "__pycache__", "lib2to3"}
+_SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "__pycache__"}
 BATCH = 256  # drafts per pipeline.embed call while filling
 
 
@@ -240,12 +240,13 @@ def fill_store(
     spacing_s: float = 60.0,
     session: str = "bench-fill",
     rationale: str = "benchmark fill: realistic text from the standard library",
-    fingerprints: Callable[[list[Any]], list[dict]] | None = None,
+    fingerprints: Callable[[int, list[Any]], list[dict]] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> FillReport:
     """Store `items` (text, modality) in `memory` (a MemoryService) in batches: pipeline.embed, store.put per
     memory, one indexes.catch_up per batch. Memory i is dated start_time + i·spacing_s. `fingerprints`, when
-    given, replaces pipeline.embed (used to reuse computed fingerprints; see bench_memory_ops)."""
+    given, replaces pipeline.embed: fingerprints(offset of the batch in items, drafts) → fingerprints (used to
+    reuse computed fingerprints; see bench_memory_ops)."""
     import uuid
 
     from contextgraph.embedders.pipeline import Draft
@@ -266,7 +267,7 @@ def fill_store(
             for i, (text, modality) in enumerate(chunk)
         ]
         t0 = time.perf_counter()
-        fps = fingerprints(drafts) if fingerprints is not None else pipeline.embed(drafts)
+        fps = fingerprints(lo, drafts) if fingerprints is not None else pipeline.embed(drafts)
         t1 = time.perf_counter()
         for draft, fp in zip(drafts, fps):
             record = MemoryRecord(
@@ -288,3 +289,73 @@ def fill_store(
 
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
+
+
+# --- OpenBLAS threads (numpy's BLAS) --------------------------------------------------------------------------
+
+def _openblas_libs() -> list[Any]:
+    import ctypes
+
+    import numpy  # noqa: F401  (loads its OpenBLAS)
+
+    libs = []
+    with open("/proc/self/maps") as f:
+        paths = sorted({line.split()[-1] for line in f if "openblas" in line and line.split()[-1].startswith("/")})
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for setter, getter in (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+                               ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+                               ("openblas_set_num_threads", "openblas_get_num_threads")):
+            if hasattr(lib, setter) and hasattr(lib, getter):
+                libs.append((path, getattr(lib, setter), getattr(lib, getter)))
+                break
+    return libs
+
+
+def blas_threads(n: int | None = None) -> int | None:
+    """numpy's OpenBLAS thread count; with `n`, set it first (at run time, like threadpoolctl). None when numpy
+    is not linked against an OpenBLAS this can find."""
+    import ctypes
+
+    libs = _openblas_libs()
+    if not libs:
+        return None
+    for _path, setter, _getter in libs:
+        if n is not None:
+            setter.argtypes = [ctypes.c_int]
+            setter(int(n))
+    getter = libs[0][2]
+    getter.restype = ctypes.c_int
+    return int(getter())
+
+
+class cpu_hogs:
+    """Context manager: `n` busy-looping child processes (pure Python `while True: pass`), to measure under the
+    kind of CPU contention a host (an agent, a build, a test run) puts on a 2-core machine. Each child is
+    terminated, by its own pid, on exit."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.procs: list[Any] = []
+
+    def __enter__(self) -> Self:
+        import subprocess
+        import sys
+
+        for _ in range(self.n):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        time.sleep(0.3 if self.n else 0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import subprocess
+
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []

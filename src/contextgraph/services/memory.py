@@ -345,7 +345,8 @@ class MemoryService:
         started = time.perf_counter()
         # durable once this returns, with its edges and lineage in the same transaction
         record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal)
-        self._indexes.apply(record.seq, fingerprint)
+        # nine HNSW inserts: milliseconds at scale, so off the event loop
+        await anyio.to_thread.run_sync(self._indexes.apply, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
         if utl is not None:
             self.cognition.record(utl.pop("_delta_s"), utl.pop("_delta_c"), memory_count=self._store.count())
