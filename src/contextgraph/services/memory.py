@@ -237,7 +237,6 @@ class MemoryService:
         def run() -> Searched:
             from contextgraph.embedders.e05_causal import query_direction
 
-            self._indexes.catch_up(self._store)
             started = time.perf_counter()
             (fingerprint,) = pipeline.embed([self._draft(query, modality or "text", None)])
             embed_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -312,20 +311,16 @@ class MemoryService:
         pipeline = await self.pipeline()
         timings: dict[str, Any] = {}
 
-        def embed() -> tuple[Fingerprint, dict[str, Any] | None]:
-            self._indexes.catch_up(self._store)
+        def embed() -> tuple[Fingerprint, dict[str, Any] | None, list, list]:
+            # the indexes catch up with the oplog on their own before each search below
             neighbours = self._neighbour_vectors(links)
             started = time.perf_counter()
             (fingerprint,) = pipeline.embed([self._draft(content, new.modality, new.session, neighbours)])
             timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
             utl = self._novelty(fingerprint) if with_novelty else None
-            similar[:] = self._similar(fingerprint)
-            causal[:] = self._causal(content, fingerprint, pipeline)
-            return fingerprint, utl
+            return fingerprint, utl, self._similar(fingerprint), self._causal(content, fingerprint, pipeline)
 
-        similar: list[tuple[str, float]] = []
-        causal: list[tuple[str, str, float, float]] = []
-        fingerprint, utl = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
+        fingerprint, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
         now = time.time()
         memory_id = uuid.uuid4().hex
         edges, temporal = self._auto_edges(memory_id, links, similar, now, causal)
