@@ -1,0 +1,401 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from contextgraph.utl.delta_s import (
+    METHODS,
+    GaussianFit,
+    asymmetric_knn_novelty,
+    chi2_cdf,
+    fit_gaussian,
+    gaussian_novelty,
+    hamming_novelty,
+    hybrid_novelty,
+    jaccard,
+    jaccard_novelty,
+    knn_novelty,
+    mahalanobis_sq,
+    maxsim,
+    maxsim_novelty,
+)
+
+FEW = settings(max_examples=50, deadline=None)
+
+
+def in_unit(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and 0.0 <= x <= 1.0
+
+
+# --- naive references -------------------------------------------------------------------------------------------
+
+
+def naive_mahalanobis_sq(fit: GaussianFit, x: np.ndarray) -> float:
+    """Build the full d×d PPCA Σ and solve."""
+    d = fit.dim
+    v = fit.components
+    sigma = v.T @ np.diag(fit.variances) @ v + fit.residual_variance * (np.eye(d) - v.T @ v)
+    diff = x - fit.mean
+    return float(diff @ np.linalg.solve(sigma, diff))
+
+
+def naive_hamming(query: np.ndarray, stored: np.ndarray, n_bits: int) -> float:
+    qb = [(int(query[i // 8]) >> (7 - i % 8)) & 1 for i in range(n_bits)]
+    best = n_bits
+    for row in stored:
+        rb = [(int(row[i // 8]) >> (7 - i % 8)) & 1 for i in range(n_bits)]
+        best = min(best, sum(a != b for a, b in zip(qb, rb)))
+    return best / n_bits
+
+
+def naive_maxsim(q: np.ndarray, doc: np.ndarray) -> float:
+    scores = []
+    for a in q:
+        na = math.sqrt(sum(float(v) ** 2 for v in a))
+        if na == 0:
+            continue
+        best = 0.0
+        for b in doc:
+            nb = math.sqrt(sum(float(v) ** 2 for v in b))
+            if nb == 0:
+                continue
+            best = max(best, sum(float(x) * float(y) for x, y in zip(a, b)) / (na * nb))
+        scores.append(min(max(best, 0.0), 1.0))
+    return sum(scores) / len(scores) if scores else 0.0
+
+
+# --- kNN --------------------------------------------------------------------------------------------------------
+
+
+def test_knn_against_sorted_mean():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        s = rng.uniform(-0.5, 1.2, size=rng.integers(1, 30))
+        k = int(rng.integers(1, 8))
+        ref = 1.0 - np.sort(np.clip(s, 0, 1))[::-1][:k].mean()
+        assert knn_novelty(s, k) == pytest.approx(ref, abs=1e-12)
+
+
+def test_knn_edges():
+    assert knn_novelty([], 5) == 1.0
+    assert knn_novelty([1.0], 5) == 0.0
+    assert knn_novelty([float("nan"), 1.0], 2) == pytest.approx(0.5)
+    assert knn_novelty([float("inf"), -float("inf")], 1) == 0.0
+    with pytest.raises(ValueError):
+        knn_novelty([0.5], 0)
+
+
+sims = st.lists(st.floats(-2, 2), max_size=20)
+
+
+@FEW
+@given(sims, st.integers(1, 8))
+def test_knn_in_unit(s, k):
+    assert in_unit(knn_novelty(s, k))
+
+
+@FEW
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=20), st.integers(1, 8), st.floats(0, 1))
+def test_knn_non_increasing_with_more_similar_neighbour(s, k, extra):
+    new = max(max(s), extra)  # at least as similar as every current neighbour
+    assert knn_novelty([*s, new], k) <= knn_novelty(s, k) + 1e-12
+
+
+def test_asymmetric_knn():
+    assert asymmetric_knn_novelty([], [], 5) == 1.0
+    # known cause, new effect → half novel
+    assert asymmetric_knn_novelty([1.0, 0.9], [0.0, 0.0], 1) == pytest.approx(0.5)
+    assert asymmetric_knn_novelty([1.0], [1.0], 5) == 0.0
+    f, b = [0.2, 0.8, 0.4], [0.7, 0.1]
+    assert asymmetric_knn_novelty(f, b, 2) == pytest.approx(0.5 * (knn_novelty(f, 2) + knn_novelty(b, 2)))
+
+
+@FEW
+@given(sims, sims, st.integers(1, 8))
+def test_asymmetric_knn_in_unit(f, b, k):
+    assert in_unit(asymmetric_knn_novelty(f, b, k))
+
+
+# --- chi-square CDF ---------------------------------------------------------------------------------------------
+
+
+def test_chi2_cdf_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    worst = 0.0
+    for dof in (1, 2, 5, 13, 100, 384, 1024, 4096):
+        sd = math.sqrt(2 * dof)
+        xs = [dof + t * sd for t in np.linspace(-6, 12, 61)] + [1e-8, 0.01, 0.5, 1.0, 3.0, 1e3, 1e5, 1e6]
+        for x in xs:
+            if x <= 0:
+                continue
+            worst = max(worst, abs(chi2_cdf(x, dof) - float(stats.chi2.cdf(x, dof))))
+    assert worst < 1e-10
+
+
+def test_chi2_cdf_closed_forms():
+    for x in np.linspace(0.0, 60.0, 121):
+        assert chi2_cdf(x, 2) == pytest.approx(1.0 - math.exp(-x / 2), abs=1e-13)
+    # dof 1: P(½, x/2) = erf(√(x/2))
+    for x in (0.01, 0.3, 1.0, 2.5, 7.0, 30.0):
+        assert chi2_cdf(x, 1) == pytest.approx(math.erf(math.sqrt(x / 2)), abs=1e-13)
+
+
+def test_chi2_cdf_edges():
+    assert chi2_cdf(0.0, 5) == 0.0
+    assert chi2_cdf(-3.0, 5) == 0.0
+    assert chi2_cdf(math.inf, 5) == 1.0
+    assert chi2_cdf(math.nan, 5) == 1.0
+    assert chi2_cdf(-math.inf, 5) == 0.0
+    assert chi2_cdf(5e-324, 1) == 0.0  # x/2 underflows
+    assert chi2_cdf(1e-300, 1) == pytest.approx(math.erf(math.sqrt(5e-301)))
+    assert chi2_cdf(1e6, 384) == pytest.approx(1.0, abs=1e-15)
+    assert chi2_cdf(1e6, 4096) == pytest.approx(1.0, abs=1e-15)
+    assert chi2_cdf(384, 384) == pytest.approx(0.5, abs=0.02)  # median ≈ dof − 2/3
+    for bad in (0, -1, math.nan, math.inf):
+        with pytest.raises(ValueError):
+            chi2_cdf(1.0, bad)
+
+
+@pytest.mark.parametrize("dof", [1, 2, 5, 13, 100, 384, 1024])
+def test_chi2_cdf_monotone(dof):
+    xs = np.linspace(0, max(dof + 20 * math.sqrt(2 * dof), 120.0), 400)
+    values = [chi2_cdf(x, dof) for x in xs]
+    assert all(in_unit(v) for v in values)
+    assert all(b >= a - 1e-14 for a, b in zip(values, values[1:]))
+    assert values[0] == 0.0 and values[-1] > 1 - 1e-12
+
+
+@FEW
+@given(st.floats(allow_nan=True, allow_infinity=True), st.floats(0.01, 5000))
+def test_chi2_cdf_in_unit(x, dof):
+    assert in_unit(chi2_cdf(x, dof))
+
+
+# --- Gaussian ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [16, 64])
+@pytest.mark.parametrize("n", [10, 200])
+def test_mahalanobis_against_full_covariance(d, n):
+    rng = np.random.default_rng(d * 1000 + n)
+    a = rng.normal(size=(d, d)) / math.sqrt(d)
+    samples = rng.normal(size=(n, d)) @ a.T * rng.uniform(0.5, 3, size=d) + rng.normal(size=d)
+    for max_components in (4, 32, 100):
+        fit = fit_gaussian(samples, max_components=max_components)
+        assert fit is not None
+        m = fit.components.shape[0]
+        assert m <= min(max_components, n - 1, d)
+        assert np.allclose(fit.components @ fit.components.T, np.eye(m), atol=1e-10)
+        assert np.all(fit.variances > fit.residual_variance) and fit.residual_variance > 0
+        for x in [*rng.normal(size=(5, d)) * 3, samples[0], fit.mean]:
+            assert mahalanobis_sq(fit, x) == pytest.approx(naive_mahalanobis_sq(fit, x), rel=1e-6, abs=1e-9)
+
+
+def test_fit_matches_sample_covariance_when_full_rank():
+    rng = np.random.default_rng(7)
+    samples = rng.normal(size=(300, 8)) @ rng.normal(size=(8, 8))
+    fit = fit_gaussian(samples, max_components=8)
+    x = rng.normal(size=8)
+    diff = x - samples.mean(axis=0)
+    ref = float(diff @ np.linalg.solve(np.cov(samples, rowvar=False), diff))
+    assert mahalanobis_sq(fit, x) == pytest.approx(ref, rel=1e-8)
+
+
+def test_fit_degenerate():
+    assert fit_gaussian(np.zeros((0, 4))) is None
+    assert fit_gaussian(np.ones((1, 4))) is None
+    same = fit_gaussian(np.ones((5, 4)))
+    assert same is not None and same.residual_variance > 0 and same.components.shape[0] == 0
+    assert mahalanobis_sq(same, np.ones(4)) == 0.0
+    assert gaussian_novelty(same, np.ones(4)) == 0.0
+    assert gaussian_novelty(same, np.zeros(4)) == 1.0
+    two = fit_gaussian(np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]))
+    assert two is not None and two.components.shape[0] == 1
+    assert in_unit(gaussian_novelty(two, np.array([0.5, 0.0, 0.0])))
+    assert gaussian_novelty(None, np.zeros(3)) == 1.0
+    with pytest.raises(ValueError):
+        mahalanobis_sq(two, np.zeros(4))
+
+
+def test_gaussian_novelty_calibrated():
+    rng = np.random.default_rng(42)
+    d, n = 32, 2000
+    a = rng.normal(size=(d, d)) / math.sqrt(d) + np.eye(d)
+    mu = rng.normal(size=d)
+
+    def draw(k):
+        return rng.normal(size=(k, d)) @ a.T + mu
+
+    fit = fit_gaussian(draw(n), max_components=32)
+    scores = np.array([gaussian_novelty(fit, x) for x in draw(500)])
+    assert abs(scores.mean() - 0.5) < 0.1
+    assert 0.3 < np.quantile(scores, 0.5) < 0.7
+    # far outliers: 10 standard deviations along random directions
+    sd = np.sqrt(np.diag(a @ a.T))
+    for _ in range(20):
+        direction = rng.normal(size=d)
+        direction /= np.linalg.norm(direction)
+        assert gaussian_novelty(fit, mu + 10 * sd.max() * direction) > 0.99
+    assert gaussian_novelty(fit, fit.mean) < gaussian_novelty(fit, fit.mean + 10 * sd)
+
+
+def test_gaussian_novelty_low_rank_fit_still_orders():
+    rng = np.random.default_rng(3)
+    d = 384
+    samples = rng.normal(size=(20, d))
+    fit = fit_gaussian(samples)
+    assert fit.components.shape[0] <= 19
+    sd = math.sqrt(fit.residual_variance)
+    near, far = fit.mean, fit.mean + 10 * sd * np.ones(d)  # 10 residual sds per coordinate
+    assert gaussian_novelty(fit, near) < gaussian_novelty(fit, far)
+    assert gaussian_novelty(fit, far) > 0.99
+
+
+vectors = hnp.arrays(np.float64, st.tuples(st.integers(2, 12), st.integers(1, 6)), elements=st.floats(-100, 100))
+
+
+@FEW
+@given(vectors, st.integers(0, 8), st.data())
+def test_gaussian_novelty_in_unit(samples, max_components, data):
+    fit = fit_gaussian(samples, max_components)
+    d = samples.shape[1]
+    x = data.draw(hnp.arrays(np.float64, d, elements=st.floats(-1e3, 1e3)))
+    for point in (x, np.zeros(d), samples[0], fit.mean):
+        assert math.isfinite(mahalanobis_sq(fit, point)) and mahalanobis_sq(fit, point) >= 0
+        assert in_unit(gaussian_novelty(fit, point))
+    assert gaussian_novelty(fit, fit.mean) <= gaussian_novelty(fit, fit.mean + 10 * math.sqrt(fit.variances.max(
+        initial=fit.residual_variance)) * np.ones(d)) + 1e-12
+
+
+def test_hybrid():
+    assert hybrid_novelty(0.2, 0.6) == pytest.approx(0.4)
+    assert hybrid_novelty(2.0, -1.0) == 0.5
+    assert hybrid_novelty(math.nan, 0.0) == 0.5
+    assert in_unit(hybrid_novelty(math.inf, math.inf))
+
+
+# --- Hamming ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_bits", [8, 13, 64, 1024])
+def test_hamming_against_bit_loop(n_bits):
+    rng = np.random.default_rng(n_bits)
+    bits = rng.integers(0, 2, size=(12, n_bits)).astype(np.uint8)
+    packed = np.packbits(bits, axis=1)
+    query = np.packbits(rng.integers(0, 2, size=n_bits).astype(np.uint8))
+    assert hamming_novelty(query, packed, n_bits) == pytest.approx(naive_hamming(query, packed, n_bits))
+    assert hamming_novelty(query, list(packed), n_bits) == pytest.approx(naive_hamming(query, packed, n_bits))
+    assert hamming_novelty(packed[3], packed, n_bits) == 0.0
+
+
+def test_hamming_edges():
+    q = np.packbits(np.ones(16, dtype=np.uint8))
+    assert hamming_novelty(q, np.zeros((0, 2), dtype=np.uint8), 16) == 1.0
+    assert hamming_novelty(q, [], 16) == 1.0
+    assert hamming_novelty(q, np.zeros((1, 2), dtype=np.uint8), 16) == 1.0
+    # padding bits beyond n_bits are ignored
+    assert hamming_novelty(np.array([0b10100001], np.uint8), np.array([[0b10100000]], np.uint8), 4) == 0.0
+    with pytest.raises(ValueError):
+        hamming_novelty(q, np.zeros((1, 2), dtype=np.uint8), 0)
+    with pytest.raises(ValueError):
+        hamming_novelty(q, np.zeros((1, 2), dtype=np.uint8), 64)
+
+
+@FEW
+@given(st.integers(1, 80), st.integers(0, 6), st.data())
+def test_hamming_properties(n_bits, n, data):
+    nb = (n_bits + 7) // 8
+    q = data.draw(hnp.arrays(np.uint8, nb))
+    stored = data.draw(hnp.arrays(np.uint8, (n, nb)))
+    assert in_unit(hamming_novelty(q, stored, n_bits))
+    assert hamming_novelty(q, np.vstack([stored, q[None, :]]), n_bits) == 0.0
+
+
+# --- MaxSim -----------------------------------------------------------------------------------------------------
+
+
+def test_maxsim_against_double_loop():
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        q = rng.normal(size=(rng.integers(1, 6), 8))
+        doc = rng.normal(size=(rng.integers(1, 9), 8))
+        q[0] = 0.0 if rng.random() < 0.3 else q[0]
+        doc[-1] = 0.0 if rng.random() < 0.3 else doc[-1]
+        assert maxsim(q, doc) == pytest.approx(naive_maxsim(q, doc), abs=1e-12)
+    docs = [rng.normal(size=(4, 8)) for _ in range(5)]
+    q = rng.normal(size=(3, 8))
+    assert maxsim_novelty(q, docs) == pytest.approx(1 - max(naive_maxsim(q, d) for d in docs), abs=1e-12)
+
+
+def test_maxsim_edges():
+    q = np.ones((2, 4))
+    assert maxsim(np.zeros((0, 4)), q) == 0.0
+    assert maxsim(q, np.zeros((0, 4))) == 0.0
+    assert maxsim(np.zeros((2, 4)), q) == 0.0
+    assert maxsim(q, np.zeros((3, 4))) == 0.0
+    assert maxsim(q, -q) == 0.0
+    assert maxsim_novelty(q, []) == 1.0
+    assert maxsim_novelty(q, [q]) == pytest.approx(0.0, abs=1e-12)
+
+
+token_mats = hnp.arrays(np.float64, st.tuples(st.integers(0, 5), st.just(4)), elements=st.floats(-10, 10))
+
+
+@FEW
+@given(token_mats, st.lists(token_mats, max_size=4))
+def test_maxsim_properties(q, docs):
+    assert in_unit(maxsim_novelty(q, docs))
+    for doc in docs:
+        assert in_unit(maxsim(q, doc))
+    if np.any(np.linalg.norm(q, axis=1) > 1e-100):
+        assert maxsim_novelty(q, [*docs, q]) == pytest.approx(0.0, abs=1e-9)
+
+
+# --- Jaccard ----------------------------------------------------------------------------------------------------
+
+
+term_ids = st.lists(st.integers(0, 30), max_size=15)
+
+
+@FEW
+@given(term_ids, term_ids)
+def test_jaccard_against_sets(a, b):
+    sa, sb = set(a), set(b)
+    ref = len(sa & sb) / len(sa | sb) if sa | sb else 0.0
+    assert jaccard(np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)) == pytest.approx(ref)
+
+
+@FEW
+@given(term_ids, st.lists(term_ids, max_size=5))
+def test_jaccard_novelty_properties(terms, others):
+    assert in_unit(jaccard_novelty(terms, others))
+    if terms:
+        assert jaccard_novelty(terms, [*others, list(reversed(terms))]) == 0.0
+
+
+def test_jaccard_edges():
+    assert jaccard([], []) == 0.0
+    assert jaccard_novelty([1, 2], []) == 1.0
+    assert jaccard_novelty([], [[]]) == 1.0
+    assert jaccard_novelty([1, 2, 3], [[3, 4], [1, 2, 5, 6]]) == pytest.approx(1 - 0.4)
+
+
+# --- empty store ------------------------------------------------------------------------------------------------
+
+
+def test_empty_store_is_fully_novel():
+    assert knn_novelty([], 5) == 1.0
+    assert asymmetric_knn_novelty([], [], 5) == 1.0
+    assert gaussian_novelty(fit_gaussian(np.zeros((0, 8))), np.zeros(8)) == 1.0
+    assert hybrid_novelty(1.0, knn_novelty([], 5)) == 1.0
+    assert hamming_novelty(np.zeros(2, np.uint8), [], 16) == 1.0
+    assert maxsim_novelty(np.ones((2, 4)), []) == 1.0
+    assert jaccard_novelty([1], []) == 1.0
+
+
+def test_methods_described():
+    assert set(METHODS) == {"knn", "asymmetric_knn", "gaussian", "hybrid", "hamming", "maxsim", "jaccard"}
+    assert all(isinstance(v, str) and v and "\n" not in v for v in METHODS.values())
