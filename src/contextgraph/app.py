@@ -15,6 +15,7 @@ from contextgraph.services.curation import CurationService
 from contextgraph.services.graph import GraphService
 from contextgraph.services.memory import MemoryService
 from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
+from contextgraph.services.workspace import WorkspaceService
 from contextgraph.tools.dispatch import Dispatcher
 from contextgraph.tools.registry import Registry, build_registry
 
@@ -25,6 +26,7 @@ class App:
     constitution: Constitution
     log_ring: log.LogRing
     cognition: CognitiveState
+    workspace: WorkspaceService
     scratchpads: Scratchpads
     registry: Registry
     memory: MemoryService
@@ -46,12 +48,14 @@ def build_app(settings: Settings, *, registry: Registry | None = None, configure
     if configure_logging:
         log.configure(settings.log_level, ring)
     cognition = CognitiveState(c)
+    workspace = WorkspaceService(c, cognition)
     return App(
         settings=settings,
         constitution=c,
         log_ring=ring,
         cognition=cognition,
+        workspace=workspace,
         scratchpads=Scratchpads(ScratchpadLimits.from_constitution(c)),
         registry=registry or build_registry(c, settings.profile),
-        memory=MemoryService(settings, c, cognition),  # opens the store and loads the model lazily
+        memory=MemoryService(settings, c, cognition, workspace),  # opens the store and loads the model lazily
     )

@@ -22,6 +22,8 @@ EXPECTED = {
     "get_neighborhood", "get_recent_context", "find_causal_path", "entailment_query", "hydrate_citation", "get_node_lineage",
     "search_tombstones",
     "utl_status", "get_kuramoto_sync", "adjust_coupling", "get_consciousness_state", "get_johari_classification",
+    "compute_delta_sc", "get_memetic_status", "get_workspace_status", "get_ego_state", "trigger_workspace_broadcast",
+    "epistemic_action",
 }
 
 

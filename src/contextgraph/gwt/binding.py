@@ -1,5 +1,10 @@
 """Per-memory binding (SPEC §9): how well a candidate memory agrees with the current context across spaces.
 
+Agreement in a space is the candidate's standing among the operation's candidates in that space's own score
+(`rank_agreement`): 1 for the best, 0 for the worst. Raw similarities are not comparable across spaces (cosine,
+dot products, Jaccard overlaps, Hamming), which is why retrieval fuses ranks (RRF) and not scores; binding on
+standings asks the same question of every space: does it put this memory near the top?
+
 Each space's agreement aᵢ ∈ [0, 1] becomes a phase θᵢ = π(1 − aᵢ): full agreement sits at 0, none at π. r_m is
 the order parameter of those phases, so r_m ≈ 1 when every space agrees (or every space disagrees alike — a
 consistent verdict binds as well; the workspace ranks by r_m × importance × alignment, so the agreement level
@@ -13,6 +18,16 @@ import math
 import numpy as np
 
 from contextgraph.gwt.kuramoto import order_parameter
+
+
+def rank_agreement(score: float, reference: np.ndarray) -> float:
+    """How many reference scores `score` beats, over N − 1: the best of N → 1, the worst → 0 (a score from
+    outside the reference that beats them all is clipped to 1). One reference score, or none → 1."""
+    ref = np.nan_to_num(np.asarray(reference, dtype=np.float64).ravel(), nan=-np.inf)
+    if ref.size <= 1:
+        return 1.0
+    s = float(np.nan_to_num(score, nan=-np.inf))
+    return float(min(1.0, np.count_nonzero(ref < s) / (ref.size - 1)))
 
 
 def binding_phases(agreements: np.ndarray) -> np.ndarray:

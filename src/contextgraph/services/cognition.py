@@ -9,7 +9,12 @@ The memory core calls `record()` for each inject; each record also nudges the Ku
 (services.gwt.OscillatorNetwork, owned here) and scores how well the engine's running learning score predicted
 that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the network's live phase spread φ,
 which advances the oscillators lazily (a few steps at most). The workspace (a later issue) calls
-`workspace_occupied()`; until then it stays empty. Nothing here is persisted yet: a restart starts fresh.
+`workspace_occupied()`. Each record also scores the prediction (MetaScore, utl.meta) and moves the SELF_EGO_NODE:
+its purpose vector joins the trajectory and identity continuity is recomputed (gwt.ego). Requests for
+subsystems not built yet (a dream, an acetylcholine rise) are kept in `requests`, marked unapplied.
+
+Persistence: `to_doc()`/`load_doc()`; the memory service writes the document to LMDB at most once per
+`persistence.save_interval_seconds` during activity and on close, and loads it when it opens the store.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contextgraph.gwt import ego
 from contextgraph.services.gwt import OscillatorNetwork
-from contextgraph.utl import learning
+from contextgraph.utl import learning, meta
 from contextgraph.utl.pulse import PulseRules, pulse
 
 
@@ -48,10 +54,23 @@ class CognitiveState:
         self._meta_errors: deque[float] = deque(maxlen=int(meta["accuracy_window"]))
         # aggregate coherence of each recent operation: ΔC's Consistency term is 1 − their variance
         self.coherence_history: deque[float] = deque(maxlen=int(meta["accuracy_window"]))
+        self._meta_low = float(meta["low_score"])
+        self._meta_consecutive = int(meta["consecutive_low"])
+        self.meta_scores: deque[float] = deque(maxlen=int(meta["accuracy_window"]))
+        ego = constitution["gwt"]["ego"]
+        self.identity_bounds = {k: float(v) for k, v in ego["identity"].items()}
+        # SELF_EGO_NODE: (wall time, purpose vector, IC) after each operation, oldest dropped first
+        self.trajectory: deque[tuple[float, list[float], float]] = deque(maxlen=int(ego["trajectory_max"]))
+        self.identity_continuity = 1.0 * self.network.read().r
+        # the per-space ΔC of each recent operation: the "actions" the purpose vector is compared with
+        self.recent_actions: deque[list[float]] = deque(maxlen=int(ego["actions_window"]))
+        # what the engine asked of subsystems that are not built yet (dream, neuromodulation): kept, not faked
+        self.requests: deque[dict[str, Any]] = deque(maxlen=int(constitution["gwt"]["workspace"]["event_history"]))
         self.memory_count = 0
         self.operations = 0
         self.workspace_empty_since: float | None = clock()
         self.high_entropy_since: float | None = None
+        self.dirty = False
         self._refresh()
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -85,12 +104,18 @@ class CognitiveState:
         a = self._alpha
         self.network.nudge(delta_s, delta_c)
         phi = self.network.phase_spread()
+        r = self.network.read().r
         with self._lock:
             # meta-cognition: the running score is the engine's prediction of what this operation teaches
             stage = self.lifecycle
             actual = learning.learning_score(delta_s, delta_c, self.tau, stage.lambda_s, stage.lambda_c,
                                              self.emotional_weight, phi, self._gain, self._emotional_bounds)
             self._meta_errors.append(abs(self.learning_score - actual))
+            self.meta_scores.append(meta.meta_score(self.learning_score, actual))
+            if meta.low_streak(self.meta_scores, self._meta_low) == self._meta_consecutive:
+                self._request("introspective_dream", f"{self._meta_consecutive} consecutive MetaScores below "
+                              f"{self._meta_low}: the engine under-predicts what operations teach",
+                              acetylcholine="raise")
             self.phase_spread = phi
             self.delta_s = [(1 - a) * old + a * new for old, new in zip(self.delta_s, delta_s)]
             self.delta_c = [(1 - a) * old + a * new for old, new in zip(self.delta_c, delta_c)]
@@ -98,11 +123,29 @@ class CognitiveState:
             self.operations += 1
             self.coherence_history.append(sum(t * c for t, c in zip(self.tau, delta_c)))
             self._refresh()
+            self.recent_actions.append([round(float(v), 6) for v in delta_c])
+            self._ego_step(r)
+            self.dirty = True
             if self.entropy > self._rules.high_entropy_threshold:
                 if self.high_entropy_since is None:
                     self.high_entropy_since = self._clock()
             else:
                 self.high_entropy_since = None
+
+    def _ego_step(self, r: float) -> None:
+        """Append the purpose vector to the ego's trajectory and update identity continuity (lock held). Until a
+        north star exists the purpose vector is the per-space coherence ΔC: where stored knowledge integrates."""
+        previous = self.trajectory[-1][1] if self.trajectory else None
+        purpose = [round(v, 6) for v in self.delta_c]
+        self.identity_continuity = ego.identity_continuity(purpose, previous, r)
+        self.trajectory.append((time.time(), purpose, round(self.identity_continuity, 6)))
+        if ego.identity_status(self.identity_continuity, self.identity_bounds) == "Critical":
+            self._request("dream", f"identity continuity {self.identity_continuity:.3f} below "
+                          f"{self.identity_bounds['critical']}")
+
+    def _request(self, kind: str, reason: str, **detail: Any) -> None:
+        self.requests.append({"kind": kind, "reason": reason, "at": time.time(), "applied": False,
+                              "note": "the subsystem that acts on this is not built yet", **detail})
 
     @property
     def meta_accuracy(self) -> float:
@@ -131,6 +174,11 @@ class CognitiveState:
                 "now": self._clock(), "rules": self._rules,
                 "meta_accuracy": self._meta_accuracy(), "meta_samples": len(self._meta_errors),
                 "coherence_history": list(self.coherence_history),
+                "meta_scores": list(self.meta_scores),
+                "identity_continuity": self.identity_continuity,
+                "trajectory": list(self.trajectory),
+                "requests": list(self.requests),
+                "recent_actions": list(self.recent_actions),
             }
 
     def observe_memory_count(self, memory_count: int) -> None:
@@ -139,6 +187,42 @@ class CognitiveState:
             if memory_count != self.memory_count:
                 self.memory_count = memory_count
                 self._refresh()
+
+    # -- persistence (MemoryService loads and saves it with the store) --------------------------------------
+    def to_doc(self) -> dict[str, Any]:
+        """What survives a restart. Timers on the monotonic clock (empty workspace, high entropy) restart."""
+        with self._lock:
+            self.dirty = False
+            return {
+                "version": 1,
+                "delta_s": list(self.delta_s), "delta_c": list(self.delta_c),
+                "emotional_weight": self.emotional_weight, "operations": self.operations,
+                "memory_count": self.memory_count,
+                "meta_errors": list(self._meta_errors), "meta_scores": list(self.meta_scores),
+                "coherence_history": list(self.coherence_history),
+                "trajectory": [list(t) for t in self.trajectory], "identity_continuity": self.identity_continuity,
+                "requests": list(self.requests), "recent_actions": list(self.recent_actions),
+                "network": self.network.to_doc(),
+            }
+
+    def load_doc(self, doc: dict[str, Any]) -> None:
+        if doc.get("version") != 1 or len(doc.get("delta_s", ())) != self.spaces:
+            return  # an unknown layout: start fresh rather than misread it
+        self.network.load_doc(doc["network"])
+        with self._lock:
+            self.delta_s = [float(v) for v in doc["delta_s"]]
+            self.delta_c = [float(v) for v in doc["delta_c"]]
+            self.emotional_weight = float(doc["emotional_weight"])
+            self.operations = int(doc["operations"])
+            self.memory_count = int(doc["memory_count"])
+            self._meta_errors.extend(float(v) for v in doc["meta_errors"])
+            self.meta_scores.extend(float(v) for v in doc["meta_scores"])
+            self.coherence_history.extend(float(v) for v in doc["coherence_history"])
+            self.trajectory.extend((float(t), [float(v) for v in pv], float(ic)) for t, pv, ic in doc["trajectory"])
+            self.identity_continuity = float(doc["identity_continuity"])
+            self.requests.extend(doc["requests"])
+            self.recent_actions.extend([float(v) for v in a] for a in doc.get("recent_actions", []))
+            self._refresh()
 
     def workspace_occupied(self, occupied: bool) -> None:
         with self._lock:

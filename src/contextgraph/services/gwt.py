@@ -4,7 +4,7 @@ Nothing ticks in the background: every read integrates the time elapsed since th
 gwt.kuramoto.advance), so an idle server burns no CPU and a busy one pays ~10 µs per 10 ms of dynamics. Memory
 operations nudge the phases (CognitiveState.record → nudge). One lock; the math is in gwt.kuramoto.
 
-Not yet persisted: a restart starts from the seeded initial phases and the constitution's default K.
+Persisted with the engine state (services.cognition.to_doc): phases and K survive a restart.
 """
 
 from __future__ import annotations
@@ -95,6 +95,23 @@ class OscillatorNetwork:
             self._r, self._psi = kur.order_parameter(self._phases)
 
 
+    def to_doc(self) -> dict[str, Any]:
+        with self._lock:
+            return {"phases": [float(p) for p in self._phases], "coupling": self._coupling}
+
+    def load_doc(self, doc: dict[str, Any]) -> None:
+        """Restore phases and K. The time the server was down is not integrated (there is no wall-clock
+        dynamics to replay): the network resumes where it stopped."""
+        phases = np.asarray(doc.get("phases", ()), dtype=np.float64)
+        if phases.shape != self._phases.shape or not np.all(np.isfinite(phases)):
+            return
+        with self._lock:
+            self._phases = np.mod(phases, kur.TWO_PI)
+            self._coupling = kur.clamp_coupling(float(doc.get("coupling", self._coupling)), self.k_min, self.k_max)
+            self._last = self._clock()
+            self._r, self._psi = kur.order_parameter(self._phases)
+
+
 # -- status views (read by tools/gwt.py) ------------------------------------------------------------------------
 def kuramoto_sync(network: OscillatorNetwork) -> dict[str, Any]:
     snap = network.read()
@@ -112,8 +129,9 @@ def kuramoto_sync(network: OscillatorNetwork) -> dict[str, Any]:
     }
 
 
-def consciousness_state(cognition: Any, states: dict[str, float]) -> dict[str, Any]:
+def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any = None) -> dict[str, Any]:
     from contextgraph.gwt import consciousness as cs
+    from contextgraph.gwt import ego
 
     snap = cognition.network.read()
     state = cognition.snapshot()
@@ -129,6 +147,14 @@ def consciousness_state(cognition: Any, states: dict[str, float]) -> dict[str, A
         "meta_accuracy": round(state["meta_accuracy"], 6),
         "meta_samples": state["meta_samples"],
         "purpose_vector": [round(v, 6) for v in purpose.tolist()],
+        "meta_score": round(state["meta_scores"][-1], 6) if state["meta_scores"] else None,
+        "differentiation": round(parts["D"], 6),
+        "identity": {"continuity": round(state["identity_continuity"], 6),
+                     "status": ego.identity_status(state["identity_continuity"], cognition.identity_bounds)},
+        "workspace": None if workspace is None else {
+            "active_memory": workspace.active_id,
+            "empty_for_seconds": (None if state["workspace_empty_since"] is None
+                                  else round(state["now"] - state["workspace_empty_since"], 3))},
         "thresholds": dict(states),
         "sources": {
             "I": "the Kuramoto order parameter r, integrated up to this call",
@@ -138,5 +164,41 @@ def consciousness_state(cognition: Any, states: dict[str, float]) -> dict[str, A
             "D": "normalised Shannon entropy of the purpose vector. Until the north star exists (teleological "
                  "issue) the purpose vector is the per-space coherence ΔC (EWMA of recent operations): which "
                  "spaces the stored knowledge integrates in. An empty store has none, so D = 0 and C = 0",
+        },
+    }
+
+
+def ego_state(cognition: Any) -> dict[str, Any]:
+    """get_ego_state: the SELF_EGO_NODE read from the engine (purpose vector, identity, trajectory)."""
+    from contextgraph.gwt import ego
+
+    state = cognition.snapshot()
+    purpose = state["delta_c"]
+    trajectory = state["trajectory"]
+    bounds = cognition.identity_bounds
+    ic = state["identity_continuity"]
+    drift = None
+    if len(trajectory) >= 2:
+        drift = round(1.0 - ego.cosine(purpose, trajectory[0][1]), 6)
+    return {
+        "purpose_vector": [round(v, 6) for v in purpose],
+        "identity_continuity": round(ic, 6),
+        "identity_status": ego.identity_status(ic, bounds),
+        "identity_thresholds": bounds,
+        "coherence_with_actions": round(ego.coherence_with_actions(purpose, state["recent_actions"]), 6),
+        "actions_compared": len(state["recent_actions"]),
+        "trajectory_length": len(trajectory),
+        "trajectory_max": cognition.trajectory.maxlen,
+        "trajectory_tail": [{"at": t, "identity_continuity": ic_t, "purpose_vector": pv}
+                            for t, pv, ic_t in trajectory[-3:]],
+        "drift_from_oldest": drift,
+        "requests": [r for r in state["requests"] if r["kind"] == "dream"][-5:],
+        "sources": {
+            "purpose_vector": "per-space coherence ΔC (EWMA of recent operations) until a north star exists "
+                              "(teleological issue): the spaces in which stored knowledge integrates",
+            "identity_continuity": "cos(PV_t, PV_t-1) × r (Kuramoto order parameter), after each operation",
+            "coherence_with_actions": "mean cosine of the purpose vector with the per-space ΔC of the last "
+                                      f"{cognition.recent_actions.maxlen} operations",
+            "drift_from_oldest": "1 − cosine of the purpose vector now and at the oldest trajectory point",
         },
     }

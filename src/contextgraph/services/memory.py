@@ -22,6 +22,8 @@ from contextgraph.errors import EmbeddingError, InvalidParams, NodeNotFound
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
+from contextgraph.services import engine_state
+from contextgraph.services.delta_sc import DeltaSc, DeltaScComputer, utl_payload
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
 from contextgraph.storage.base import MemoryRecord
 from contextgraph.storage.maintenance import INDEX_DIR
@@ -119,17 +121,19 @@ class Searched:
 
 
 class MemoryService:
-    def __init__(self, settings: Any, constitution: Any, cognition: Any) -> None:
+    def __init__(self, settings: Any, constitution: Any, cognition: Any, workspace: Any) -> None:
         self.settings = settings
         self.constitution = constitution
         self.cognition = cognition
+        self.workspace = workspace
+        self._engine_saved_at = 0.0
+        self._engine_save_interval = float(constitution["gwt"]["persistence"]["save_interval_seconds"])
         self.home = Path(settings.home)
         self._retrieval_settings = RetrievalSettings.from_constitution(constitution)
         mem = constitution["memory"]
         self._model_wait = float(mem["model_wait_seconds"])
-        self._knn_k = int(mem["knn_k"])
-        self._connect_threshold = float(mem["connectivity_threshold"])
         self._graph = constitution["graph"]
+        self.delta_sc = DeltaScComputer(constitution)
         self._open_lock = threading.Lock()
         self._store: Any = None
         self._indexes: Any = None
@@ -159,6 +163,7 @@ class MemoryService:
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
+            engine_state.load(store, self.cognition, self.workspace)
 
     def start_model_load(self) -> None:
         """Open the store and load the transformer in a background thread, so initialize and tools/list answer
@@ -201,6 +206,8 @@ class MemoryService:
             if self._store is None:
                 return
             try:
+                if self.cognition.dirty:
+                    engine_state.save(self._store, self.cognition, self.workspace)
                 self._writer.close()
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 self._indexes.catch_up(self._store)
@@ -210,6 +217,15 @@ class MemoryService:
                 self._store.close()
                 self._store = None
 
+    async def save_engine(self, force: bool = True) -> None:
+        """Write the engine state to the store: at most once per save interval during activity, or now."""
+        now = time.monotonic()
+        if not force and now - self._engine_saved_at < self._engine_save_interval:
+            return
+        self.open()
+        self._engine_saved_at = now
+        await self._writer.submit(engine_state.save, self._store, self.cognition, self.workspace)
+
     # -- use-cases -------------------------------------------------------------------------------------------
     async def store(self, new: NewMemory) -> Stored:
         stored, _fingerprint = await self._store_one(new)
@@ -217,7 +233,7 @@ class MemoryService:
 
     async def inject(self, new: NewMemory, related_k: int) -> Injected:
         stored, fingerprint = await self._store_one(new, with_novelty=True)
-        utl = stored.timings_ms.pop("_utl")
+        utl = utl_payload(stored.timings_ms.pop("_utl"), self.constitution)
         related: list[dict[str, Any]] = []
         if related_k:
             pipeline = await self.pipeline()
@@ -227,6 +243,7 @@ class MemoryService:
             )
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
                        for f in retrieval.found]
+            self._compete(fingerprint, retrieval)
         return Injected(stored, utl, related)
 
     async def search(self, query: str, *, top_k: int, min_similarity: float, modality: str | None,
@@ -234,7 +251,7 @@ class MemoryService:
         self.open()
         pipeline = await self.pipeline()
 
-        def run() -> Searched:
+        def run() -> tuple[Searched, Fingerprint]:
             from contextgraph.embedders.e05_causal import query_direction
 
             started = time.perf_counter()
@@ -242,13 +259,23 @@ class MemoryService:
             embed_ms = round((time.perf_counter() - started) * 1000, 3)
             retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
                                                       modality=modality, causal_direction=query_direction(query))
-            return Searched(query, retrieval, breakdown, embed_ms)
+            return Searched(query, retrieval, breakdown, embed_ms), fingerprint
 
-        searched = await anyio.to_thread.run_sync(run, limiter=self._cpu)
+        searched, fingerprint = await anyio.to_thread.run_sync(run, limiter=self._cpu)
+        self._compete(fingerprint, searched.retrieval)
         if searched.retrieval.found:
             # access counts are bookkeeping, not an acknowledgement: the search does not wait for the commit
             self._writer.submit_future(self._store.touch, [f.record.seq for f in searched.retrieval.found])
         return searched
+
+    def _compete(self, context: Fingerprint, retrieval: Retrieval) -> None:
+        """The operation's results compete for the global workspace against its fingerprint (the context)."""
+        self.workspace.observe(context, [(f.record.id, f.agreements, f.record.importance) for f in retrieval.found],
+                               retrieval.reference)
+
+    def space_scores(self, query: Fingerprint, docs: list[Fingerprint]) -> dict[int, np.ndarray]:
+        """Each space's score of `docs` against `query`, as retrieval's stage 3 measures them."""
+        return self._retriever(self._pipeline).space_scores(query, docs, "both")
 
     async def embed_text(self, text: str, modality: str, session: str) -> Fingerprint:
         """A fingerprint for text about to be stored by another use-case (a merge's combined content)."""
@@ -260,6 +287,18 @@ class MemoryService:
             return fingerprint
 
         return await anyio.to_thread.run_sync(run, limiter=self._cpu)
+
+    async def embed_texts(self, texts: list[str], modality: str, session: str | None) -> list[Fingerprint]:
+        """Fingerprints for texts that are not stored (compute_delta_sc's what-if versions), PII redacted as on
+        store so the comparison is like for like."""
+        self.open()
+        pipeline = await self.pipeline()
+        drafts = [self._draft(redact(text)[0], modality, session) for text in texts]
+        return await anyio.to_thread.run_sync(lambda: pipeline.embed(drafts), limiter=self._cpu)
+
+    def edges_of(self, memory_id: str) -> list[Any]:
+        self.open()
+        return self._store.graph_read(lambda g: g.edges(memory_id))
 
     @property
     def writer(self) -> Any:
@@ -311,7 +350,7 @@ class MemoryService:
         pipeline = await self.pipeline()
         timings: dict[str, Any] = {}
 
-        def embed() -> tuple[Fingerprint, dict[str, Any] | None, list, list]:
+        def embed() -> tuple[Fingerprint, DeltaSc | None, list, list]:
             # the indexes catch up with the oplog on their own before each search below
             neighbours = self._neighbour_vectors(links)
             started = time.perf_counter()
@@ -344,8 +383,9 @@ class MemoryService:
         await anyio.to_thread.run_sync(self._indexes.apply, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
         if utl is not None:
-            self.cognition.record(utl.pop("_delta_s"), utl.pop("_delta_c"), memory_count=self._store.count())
+            self.cognition.record(utl.delta_s, utl.delta_c, memory_count=self._store.count())
             timings["_utl"] = utl
+            await self.save_engine(force=False)
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
         return Stored(record, list(record.redactions), timings), fingerprint
@@ -439,11 +479,12 @@ class MemoryService:
         # Until typed edges carry weights (curation issue), a link_to edge weighs 1.
         return tuple((1.0, fp[1]) for fp in vectors if fp is not None)
 
-    def _novelty(self, fingerprint: Fingerprint) -> dict[str, Any]:
-        """UTL as far as the memory core can compute it: per-space novelty ΔS by kNN and connectivity. The full
-        ΔS methods, ClusterFit and Consistency arrive with the cognitive engine."""
-        return novelty(self._store, self._indexes, self._pipeline.embedders, fingerprint, self._knn_k,
-                       self._connect_threshold, self.cognition)
+    def _novelty(self, fingerprint: Fingerprint) -> DeltaSc:
+        """The new memory's full UTL against the store as it is before the put (services.delta_sc)."""
+        state = self.cognition.snapshot()
+        return self.delta_sc.compute(self._store, self._indexes, self._pipeline.embedders, fingerprint,
+                                     coherence_history=state["coherence_history"],
+                                     phase_spread=state["phase_spread"], emotional_weight=state["emotional_weight"])
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -463,39 +504,3 @@ def space_similarities(by_space: dict[int, Any], space: Any, fingerprint: Finger
         sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
     return np.clip(np.nan_to_num(sims), 0.0, 1.0)
 
-
-def novelty(store: Any, indexes: Any, embedders: Any, fingerprint: Fingerprint, k: int, threshold: float,
-            cognition: Any) -> dict[str, Any]:
-    by_space = {e.space: e for e in embedders}
-    nearest = [seq for seq, _ in indexes.search(1, fingerprint[1], k)]
-    neighbours = [fp for fp in store.fingerprints(nearest) if fp is not None] if nearest else []
-    delta_s: list[float] = []
-    delta_c: list[float] = []
-    for space in SPACES:
-        if not neighbours:
-            delta_s.append(1.0)
-            delta_c.append(0.0)
-            continue
-        sims = space_similarities(by_space, space, fingerprint, neighbours)
-        delta_s.append(float(np.clip(1.0 - sims.mean(), 0.0, 1.0)))
-        above = sims[sims > threshold]
-        delta_c.append(float(above.mean()) if above.size else 0.0)
-    tau = [1.0 / len(SPACES)] * len(SPACES)
-    entropy = float(np.dot(tau, delta_s))
-    coherence = float(np.dot(tau, delta_c))
-    from contextgraph.utl.learning import learning_score
-
-    stage = cognition.lifecycle
-    score = learning_score(delta_s, delta_c, tau, stage.lambda_s, stage.lambda_c)
-    return {
-        "entropy": round(entropy, 4),
-        "coherence": round(coherence, 4),
-        "learningScore": round(score, 4),
-        "surprise": round(max(delta_s), 4),
-        "delta_s": {s.name: round(v, 4) for s, v in zip(SPACES, delta_s)},
-        "methods": {"delta_s": f"kNN (k={k}) in each space's own measure",
-                    "coherence": "connectivity only: ClusterFit and Consistency arrive with the cognitive engine"},
-        "lifecycle": stage.stage,
-        "_delta_s": delta_s,
-        "_delta_c": delta_c,
-    }

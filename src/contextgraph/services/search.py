@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.gwt.binding import rank_agreement
 from contextgraph.retrieval.fusion import ranks, rrf
 from contextgraph.storage.base import MemoryRecord
 
@@ -54,6 +55,8 @@ class Found:
     score: float  # the final fused score
     similarity: float  # E1 cosine to the query: the number minSimilarity filters on
     space_ranks: dict[int, int] = field(default_factory=dict)
+    # per-space agreement with the query in [0, 1] (E1..E13): what the workspace binds on (gwt.binding)
+    agreements: tuple[float, ...] = ()
 
 
 @dataclass
@@ -62,6 +65,8 @@ class Retrieval:
     candidates: int
     stages_ms: dict[str, float]
     stage4: str
+    # each space's scores of all stage-3 candidates: what a memory's standing (binding agreement) is measured in
+    reference: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class Retriever:
@@ -119,7 +124,7 @@ class Retriever:
             fingerprints = [fingerprints[i] for i in keep]
         if not seqs:
             return Retrieval([], 0, timings, _STAGE4_INACTIVE)
-        scores = self._space_scores(query, fingerprints, causal_direction)
+        scores = self.space_scores(query, fingerprints, causal_direction)
         space_ranks = {space: ranks(values) for space, values in scores.items()}
         fused = rrf(space_ranks, s.space_weights, s.rrf_k)
         lap("s3_rrf_fusion")
@@ -147,11 +152,17 @@ class Retriever:
                 score=round(float(final_by_index[i]), 6),
                 similarity=round(float(scores[SEMANTIC][i]), 6),
                 space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
+                agreements=self._agreements(scores, i),
             ))
         lap("fetch_records")
-        return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE)
+        return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE, scores)
 
-    def _space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
+    @staticmethod
+    def _agreements(scores: dict[int, np.ndarray], i: int) -> tuple[float, ...]:
+        """Each space's standing of candidate i among all candidates, in [0, 1] (gwt.binding.rank_agreement)."""
+        return tuple(rank_agreement(scores[space.id][i], scores[space.id]) for space in SPACES)
+
+    def space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
         scores: dict[int, np.ndarray] = {}
         for space in SPACES:
             embedder = self.embedders[space.id]

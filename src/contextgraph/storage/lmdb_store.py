@@ -51,6 +51,7 @@ DEFAULT_MAP_SIZE = 8 << 30  # a ceiling, not an allocation: the data file is spa
 _DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog", b"edges_out", b"edges_in",
         b"tombstones", b"reversals", b"lineage")
 _CORE_DBS = _DBS[:6]
+_DOC_PREFIX = b"doc:"  # meta-table keys of service documents, apart from the store's own counters
 _ALL_SPACES = frozenset(s.id for s in SPACES)
 _U64 = struct.Struct(">Q")
 _OPS = {b"p"[0]: "put", b"d"[0]: "delete"}
@@ -265,6 +266,17 @@ class LmdbStore:
             return stored
 
         return self._write(txn_fn)
+
+    # --- documents the services keep beside the memories (the cognitive engine's state) -------------------
+    def put_document(self, name: str, doc: dict) -> None:
+        """Store one JSON document under `name` in the meta table (synced, like every write)."""
+        raw = json.dumps(doc, separators=(",", ":")).encode()
+        self._write(lambda txn: txn.put(_DOC_PREFIX + name.encode(), raw, db=self._db["meta"]))
+
+    def get_document(self, name: str) -> dict | None:
+        with self._read() as txn:
+            raw = txn.get(_DOC_PREFIX + name.encode(), db=self._db["meta"])
+            return None if raw is None else json.loads(bytes(raw))
 
     def graph_write(self, fn: Callable[[GraphTxn], T]) -> T:
         """Run `fn` with a GraphTxn in ONE write transaction: a curation operation's record, fingerprint, edge,

@@ -11,6 +11,7 @@ from contextgraph.constitution import constitution
 from contextgraph.fingerprint import MODALITIES
 from contextgraph.services.cognition import utl_status as utl_status_view
 from contextgraph.services.manifest import build_manifest
+from contextgraph.services.memetic import memetic_status
 from contextgraph.services.memory import NewMemory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
@@ -113,6 +114,15 @@ async def utl_status(ctx: ToolContext, args: UtlStatusArgs) -> dict[str, Any]:
     return utl_status_view(ctx.app.cognition, ctx.app.memory.record_store.count())
 
 
+class MemeticArgs(Args):
+    pass
+
+
+async def get_memetic_status(ctx: ToolContext, args: MemeticArgs) -> dict[str, Any]:
+    app = ctx.app
+    return await memetic_status(app.memory, app.cognition, app.workspace, app.constitution)
+
+
 TOOLS = (
     ToolSpec(
         "store_memory",
@@ -159,5 +169,15 @@ TOOLS = (
         UtlStatusArgs,
         utl_status,
         keywords=("utl", "learning", "entropy", "coherence", "lifecycle", "status", "johari"),
+    ),
+    ToolSpec(
+        "get_memetic_status",
+        "core",
+        "Get the whole system at a glance: lifecycle phase, fingerprint count, live UTL metrics (entropy, "
+        "coherence, learning score, Johari quadrant, suggested action), the five layers' status, and curation "
+        "tasks among recent memories: near-duplicates to merge, orphans with no edge, workspace conflicts.",
+        MemeticArgs,
+        get_memetic_status,
+        keywords=("status", "overview", "memetic", "health", "curation", "duplicates", "orphans"),
     ),
 )

@@ -1,5 +1,6 @@
-"""GWT tools (SPEC §9, seed 004): the Kuramoto network, coupling, C(t) and per-memory Johari. Thin handlers:
-the state lives in services.cognition / services.gwt, the math in gwt/ and utl/."""
+"""GWT tools (SPEC §9, seeds 001/004): the Kuramoto network, coupling, C(t), the workspace, the ego node,
+per-memory Johari and epistemic actions. Thin handlers: the state lives in services.cognition / services.gwt /
+services.workspace, the math in gwt/ and utl/."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 from pydantic import Field
 
 from contextgraph.constitution import constitution
-from contextgraph.services.gwt import consciousness_state, kuramoto_sync
+from contextgraph.services.epistemic import epistemic_action as epistemic_view
+from contextgraph.services.gwt import consciousness_state, ego_state, kuramoto_sync
 from contextgraph.services.johari import classify_memory
+from contextgraph.services.workspace import broadcast_memory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -37,6 +40,7 @@ class CouplingArgs(Args):
 async def adjust_coupling(ctx: ToolContext, args: CouplingArgs) -> dict[str, Any]:
     network = ctx.app.cognition.network
     old, new, predicted = network.set_coupling(args.new_K)
+    await ctx.app.memory.save_engine()  # K survives a restart
     return {"old_K": old, "new_K": new, "predicted_r": round(predicted, 6),
             "bounds": {"min": network.k_min, "max": network.k_max},
             "method": f"predicted_r: mean r over the second half of a {network.predict_seconds:g} s simulation "
@@ -48,7 +52,7 @@ class ConsciousnessArgs(Args):
 
 
 async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> dict[str, Any]:
-    return consciousness_state(ctx.app.cognition, dict(_C["gwt"]["consciousness_states"]))
+    return consciousness_state(ctx.app.cognition, dict(_C["gwt"]["consciousness_states"]), ctx.app.workspace)
 
 
 class JohariArgs(Args):
@@ -58,6 +62,45 @@ class JohariArgs(Args):
 
 async def get_johari_classification(ctx: ToolContext, args: JohariArgs) -> dict[str, Any]:
     return await classify_memory(ctx.app.memory, ctx.app.cognition, ctx.app.constitution, args.memory_id)
+
+
+class WorkspaceArgs(Args):
+    session_id: str | None = SessionId
+
+
+async def get_workspace_status(ctx: ToolContext, args: WorkspaceArgs) -> dict[str, Any]:
+    return ctx.app.workspace.status()
+
+
+class EgoArgs(Args):
+    session_id: str | None = SessionId
+
+
+async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
+    return ego_state(ctx.app.cognition)
+
+
+class BroadcastArgs(Args):
+    memory_id: str = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$",
+                           description="Id of the stored memory to broadcast (32 hex characters).")
+    importance: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False, description="Importance score [0, 1].")
+    alignment: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False,
+                             description="North-star alignment score [0, 1].")
+    force: bool = Field(False, description="Broadcast even if the memory's r_m is below the workspace threshold.")
+
+
+async def trigger_workspace_broadcast(ctx: ToolContext, args: BroadcastArgs) -> dict[str, Any]:
+    return await broadcast_memory(ctx.app.memory, ctx.app.workspace, args.memory_id, args.importance,
+                                  args.alignment, args.force)
+
+
+class EpistemicArgs(Args):
+    session_id: str | None = SessionId
+    force: bool = Field(False, description="Generate a question regardless of the coherence state.")
+
+
+async def epistemic_action(ctx: ToolContext, args: EpistemicArgs) -> dict[str, Any]:
+    return await epistemic_view(ctx.app.memory, ctx.app.cognition, ctx.app.constitution, args.force)
 
 
 TOOLS = (
@@ -98,5 +141,43 @@ TOOLS = (
         JohariArgs,
         get_johari_classification,
         keywords=("johari", "quadrant", "novelty", "coherence", "blind spot", "classify"),
+    ),
+    ToolSpec(
+        "get_workspace_status",
+        "gwt",
+        "Get the global workspace: the active memory (winner-take-all among recent results whose binding r_m "
+        "passes 0.8), whether it is broadcasting, the competing candidates, conflicts, recent enter/exit events "
+        "and the dream replay queue.",
+        WorkspaceArgs,
+        get_workspace_status,
+        keywords=("workspace", "attention", "broadcast", "winner", "active memory", "gwt"),
+    ),
+    ToolSpec(
+        "get_ego_state",
+        "gwt",
+        "Get the self-ego node: the 13-d purpose vector, identity continuity (cos of successive purpose vectors "
+        "x sync r) and its status, coherence with recent actions, and the trajectory length.",
+        EgoArgs,
+        get_ego_state,
+        keywords=("ego", "identity", "purpose", "trajectory", "self", "continuity"),
+    ),
+    ToolSpec(
+        "trigger_workspace_broadcast",
+        "gwt",
+        "Put a stored memory into the global workspace: measures its binding r_m with the current context and "
+        "broadcasts it if r_m passes the threshold (or always with force=true); otherwise explains the refusal.",
+        BroadcastArgs,
+        trigger_workspace_broadcast,
+        keywords=("broadcast", "workspace", "attention", "focus", "winner-take-all"),
+    ),
+    ToolSpec(
+        "epistemic_action",
+        "gwt",
+        "Get the clarifying question to ask the user now: built from the least coherent recent memories (focal "
+        "nodes) and the least understood aspect, with the expected entropy reduction. force=true always "
+        "answers; with fewer than 10 memories it asks about the user's domain and goals.",
+        EpistemicArgs,
+        epistemic_action,
+        keywords=("question", "clarify", "ask user", "epistemic", "uncertainty", "coherence"),
     ),
 )

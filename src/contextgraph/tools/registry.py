@@ -9,12 +9,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextgraph.tools import admin, core, curation, discovery, gwt, metacog, navigation
+from contextgraph.tools import admin, core, curation, discovery, gwt, metacog, navigation, utl
 from contextgraph.tools.spec import ToolSpec
 from contextgraph.tools.tfidf import TfIdfIndex, tokens
 
 # Category modules, in registry order. A later issue adds its module here.
-CATEGORY_MODULES = (core, gwt, curation, navigation, metacog, admin, discovery)
+CATEGORY_MODULES = (core, gwt, utl, curation, navigation, metacog, admin, discovery)
 
 
 class RegistryError(RuntimeError):

@@ -1,0 +1,242 @@
+"""ΔS and ΔC of one fingerprint against the store (SPEC §8): the numbers behind inject_context's UTL block,
+compute_delta_sc and the pulse.
+
+Per space i the memory's neighbourhood comes from that space's own index (E12, which has none, borrows E1's
+order): the 2k nearest, the memory itself excluded. Then
+
+    ΔSᵢ  by the space's method (utl.delta_s): E1 Mahalanobis to a Gaussian fit of stored E1 vectors with a
+         chi-square CDF; E5 asymmetric kNN; E7 the mean of that Gaussian score (on E7) and kNN; E9 Hamming to
+         the nearest; E12 1 − MaxSim to the nearest; E13 1 − max Jaccard of term sets; the rest kNN (k nearest)
+    ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c):
+         Connectivity  mean similarity of the k nearest above the connectivity threshold; for E8 (the graph
+                       space) the vertex's own edge weights when it has edges
+         ClusterFit    a local silhouette: the k nearest are the memory's cluster, ranks k+1..2k the nearest
+                       other group, distances 1 − similarity in the space's own measure
+         Consistency   1 − variance of the engine's recent per-operation coherence
+
+The Gaussian fits are refitted from a random sample of stored vectors when the store has grown by a tenth since
+the last fit; below `gaussian.min_samples` memories there is no fit worth the name and the space falls back to
+kNN (the response says so). Read-only, synchronous: callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.storage.indexes import INDEXED_SPACES
+from contextgraph.utl import delta_c as dc
+from contextgraph.utl import delta_s as ds
+from contextgraph.utl import learning
+from contextgraph.utl.johari import classify
+
+GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Gaussian + kNN)
+GRAPH_SPACE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceResult:
+    space: int
+    delta_s: float
+    delta_c: float
+    method: str
+    connectivity: float
+    cluster_fit: float
+    neighbours: int
+
+
+@dataclass(frozen=True)
+class DeltaSc:
+    spaces: list[SpaceResult]
+    consistency: float
+    entropy: float
+    coherence: float
+    learning_score: float
+    quadrant: str
+    lifecycle: learning.Lifecycle
+    threshold: float
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def delta_s(self) -> list[float]:
+        return [s.delta_s for s in self.spaces]
+
+    @property
+    def delta_c(self) -> list[float]:
+        return [s.delta_c for s in self.spaces]
+
+    def per_space(self, precision: int = 4) -> list[dict[str, Any]]:
+        return [{"space": f"E{s.space}", "name": SPACES[s.space - 1].name, "delta_s": round(s.delta_s, precision),
+                 "delta_c": round(s.delta_c, precision),
+                 "quadrant": classify(s.delta_s, s.delta_c, self.threshold), "method": s.method}
+                for s in self.spaces]
+
+    def diagnostics(self, precision: int = 4) -> list[dict[str, Any]]:
+        return [{"space": f"E{s.space}", "connectivity": round(s.connectivity, precision),
+                 "cluster_fit": round(s.cluster_fit, precision), "consistency": round(self.consistency, precision),
+                 "neighbours": s.neighbours} for s in self.spaces]
+
+
+class GaussianFits:
+    """Cached Gaussian fits of stored vectors per space, refitted as the store grows (one lock)."""
+
+    def __init__(self, min_samples: int, max_samples: int, components: int, refit_growth: float) -> None:
+        self.min_samples = min_samples
+        self.max_samples = max_samples
+        self.components = components
+        self.refit_growth = refit_growth
+        self._lock = threading.Lock()
+        self._fits: dict[int, tuple[ds.GaussianFit | None, int]] = {}
+
+    def get(self, store: Any, space: int) -> ds.GaussianFit | None:
+        count = store.count()
+        with self._lock:
+            fit, fitted_at = self._fits.get(space, (None, -1))
+            if count < self.min_samples:
+                return None
+            if fit is not None and count < max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10):
+                return fit
+            fit = ds.fit_gaussian(self._sample(store, space), self.components)
+            self._fits[space] = (fit, count)
+            return fit
+
+    def _sample(self, store: Any, space: int) -> np.ndarray:
+        """Up to max_samples stored vectors of one space, drawn uniformly over sequence numbers (deleted ones
+        are skipped, so a store with many deletions yields fewer)."""
+        last = store.last_seq()
+        rng = random.Random(last)  # deterministic for a given store state
+        seqs = list(range(1, last + 1)) if last <= self.max_samples else sorted(
+            rng.sample(range(1, last + 1), self.max_samples))
+        rows = [fp[space] for fp in store.fingerprints(seqs, spaces=[space]) if fp is not None]
+        return np.stack(rows).astype(np.float64) if rows else np.zeros((0, 0))
+
+
+class DeltaScComputer:
+    def __init__(self, constitution: Any) -> None:
+        utl = constitution["utl"]
+        self.k = int(utl["knn_k"])
+        self.threshold = float(utl["johari_threshold"])
+        self.connect = float(constitution["memory"]["connectivity_threshold"])
+        self.weights = dict(utl["delta_c_weights"])
+        self.empty_s = float(utl["empty_store_delta_s"])
+        self.empty_c = float(utl["empty_store_delta_c"])
+        self.stages = utl["lifecycle"]
+        self.gain = float(utl["learning_gain"])
+        g = utl["gaussian"]
+        self.fits = GaussianFits(int(g["min_samples"]), int(g["max_samples"]), int(g["components"]),
+                                 float(g["refit_growth"]))
+
+    def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
+                coherence_history: Sequence[float], phase_spread: float = 0.0, emotional_weight: float = 1.0,
+                exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = ()) -> DeltaSc:
+        started = time.perf_counter()
+        by_space = {e.space: e for e in embedders}
+        consistency = dc.consistency(coherence_history)
+        want = 2 * self.k
+        ranked: dict[int, list[int]] = {}
+        for space in INDEXED_SPACES:
+            hits = indexes.search(space, fingerprint[space], want + len(exclude))
+            ranked[space] = [seq for seq, _ in hits if seq not in exclude][:want]
+        ranked[12] = ranked[1]
+        timings = {"neighbours": _ms(started)}
+        results = []
+        for space in SPACES:
+            seqs = ranked[space.id]
+            fps = [f for f in store.fingerprints(seqs, spaces=[space.id]) if f is not None] if seqs else []
+            near, ring = fps[: self.k], fps[self.k:]
+            results.append(self._space(store, by_space, space, fingerprint, near, ring, consistency, edge_weights))
+        timings["spaces"] = _ms(started) - timings["neighbours"]
+        tau = learning.normalised([1.0] * len(SPACES))
+        entropy = float(np.dot(tau, [r.delta_s for r in results]))
+        coherence = float(np.dot(tau, [r.delta_c for r in results]))
+        stage = learning.lifecycle(store.count(), self.stages)
+        score = learning.learning_score([r.delta_s for r in results], [r.delta_c for r in results], tau,
+                                        stage.lambda_s, stage.lambda_c, emotional_weight, phase_spread, self.gain)
+        timings["total"] = _ms(started)
+        return DeltaSc(results, consistency, entropy, coherence, score, classify(entropy, coherence, self.threshold),
+                       stage, self.threshold, timings)
+
+    def _space(self, store: Any, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, near: list, ring: list,
+               consistency: float, edge_weights: Sequence[float]) -> SpaceResult:
+        from contextgraph.services.memory import space_similarities
+
+        sid = space.id
+        if not near:
+            return SpaceResult(sid, self.empty_s, self.empty_c, "empty store: everything is novel", 0.0,
+                               dc.NEUTRAL_FIT, 0)
+        sims = space_similarities(by_space, space, fp, near)
+        ring_sims = space_similarities(by_space, space, fp, ring)
+        delta_s, method = self._novelty(store, by_space, sid, fp, near, sims)
+        conn = dc.connectivity(sims, self.connect)
+        if sid == GRAPH_SPACE and len(edge_weights):
+            conn = dc.connectivity(edge_weights, 0.0)
+        fit = dc.cluster_fit_from_distances(1.0 - sims, 1.0 - ring_sims)
+        return SpaceResult(sid, delta_s, dc.delta_c(conn, fit, consistency, self.weights), method, conn, fit,
+                           len(near))
+
+    def _novelty(self, store: Any, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, near: list,
+                 sims: np.ndarray) -> tuple[float, str]:
+        k = self.k
+        if sid in GAUSSIAN_SPACES:
+            fit = self.fits.get(store, sid)
+            knn = ds.knn_novelty(sims, k)
+            if fit is None:
+                return knn, (f"knn (k={k}): a Gaussian fit needs at least {self.fits.min_samples} memories")
+            gauss = ds.gaussian_novelty(fit, np.asarray(fp[sid], dtype=np.float64))
+            if sid == 1:
+                return gauss, (f"gaussian: Mahalanobis to a PPCA fit of {fit.samples} stored E1 vectors "
+                               f"({len(fit.variances)} components), chi-square CDF (dof {fit.mean.size})")
+            return ds.hybrid_novelty(gauss, knn), f"hybrid: mean of the Gaussian ({fit.samples} samples) and knn (k={k})"
+        if sid == 5:
+            e5 = by_space[5]
+            column = [f[5] for f in near]
+            forward = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="forward")), 0.0, 1.0)
+            backward = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="backward")), 0.0, 1.0)
+            return ds.asymmetric_knn_novelty(forward, backward, k), f"asymmetric_knn (k={k}): cause→cause, effect→effect"
+        if sid == 9:
+            bits = int(np.asarray(fp[9]).size * 8)
+            return ds.hamming_novelty(fp[9], np.stack([f[9] for f in near]), bits), "hamming: to the nearest"
+        if sid == 12:
+            return ds.maxsim_novelty(fp[12], [f[12] for f in near]), "maxsim: 1 − MaxSim to the nearest"
+        if sid == 13:
+            return ds.jaccard_novelty(fp[13].indices, [f[13].indices for f in near]), "jaccard: 1 − max over term sets"
+        if sid == 11:
+            return ds.knn_novelty(sims, k), (f"knn (k={k}): TransE needs stored triples with entity vectors, "
+                                             "which are not kept yet")
+        return ds.knn_novelty(sims, k), f"knn (k={k})"
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def utl_payload(result: DeltaSc, constitution: Any) -> dict[str, Any]:
+    """inject_context's `utl` block: the aggregates, the per-space values and how each was computed."""
+    p = int(constitution.get("pulse.precision"))
+    names = [SPACES[s.space - 1].name for s in result.spaces]
+    return {
+        "entropy": round(result.entropy, p),
+        "coherence": round(result.coherence, p),
+        "learningScore": round(result.learning_score, p),
+        "johariQuadrant": result.quadrant,
+        "suggestedAction": constitution["utl"]["johari_actions"][result.quadrant],
+        "surprise": round(max(result.delta_s), p),
+        "delta_s": {n: round(s.delta_s, p) for n, s in zip(names, result.spaces)},
+        "delta_c": {n: round(s.delta_c, p) for n, s in zip(names, result.spaces)},
+        "components": {
+            "connectivity": round(float(np.mean([s.connectivity for s in result.spaces])), p),
+            "cluster_fit": round(float(np.mean([s.cluster_fit for s in result.spaces])), p),
+            "consistency": round(result.consistency, p),
+        },
+        "methods": {n: s.method for n, s in zip(names, result.spaces)},
+        "lifecycle": {"stage": result.lifecycle.stage, "lambda_s": result.lifecycle.lambda_s,
+                      "lambda_c": result.lifecycle.lambda_c},
+        "compute_ms": result.timings_ms.get("total"),
+    }

@@ -1,0 +1,91 @@
+"""get_memetic_status (seed 004): the whole system at a glance, every number read from the store and the engine.
+
+Curation tasks are looked for among the `curation_window` most recent memories, so the call stays cheap at any
+store size (a full scan would grow with the store): duplicates are Semantic edges whose weight (E1 cosine at
+store time) reaches θ_dup, orphans are memories with no edge at all, conflicts are the workspace's latest
+competition with more than one memory above its threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from contextgraph.utl.johari import classify
+
+
+async def memetic_status(memory: Any, cognition: Any, workspace: Any, constitution: Any) -> dict[str, Any]:
+    memory.open()
+    store = memory.record_store
+    window = int(constitution["memetic"]["curation_window"])
+    theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
+
+    def scan() -> tuple[int, int, list[dict], list[str], int]:
+        def read(g: Any) -> tuple[list[dict], list[str], int]:
+            recent = g.recent(window, None, None)
+            duplicates, orphans, seen = [], [], set()
+            for record in recent:
+                edges = g.edges(record.id)
+                if not edges:
+                    orphans.append(record.id)
+                for edge in edges:
+                    pair = tuple(sorted((edge.source, edge.target)))
+                    if edge.type == "Semantic" and edge.weight >= theta_dup and pair not in seen:
+                        seen.add(pair)
+                        duplicates.append({"memories": list(pair), "similarity": edge.weight})
+            return duplicates, orphans, len(recent)
+
+        duplicates, orphans, examined = store.graph_read(read)
+        return store.count(), store.graph_read(lambda g: g.edge_count()), duplicates, orphans, examined
+
+    count, edges, duplicates, orphans, examined = await anyio.to_thread.run_sync(scan)
+    cognition.observe_memory_count(count)
+    pulse = cognition.pulse()
+    s = cognition.snapshot()
+    p = int(constitution.get("pulse.precision"))
+    stage = s["lifecycle"]
+    status = workspace.status()
+    conflicts = status["conflict_memories"]
+    return {
+        "phase": stage.stage,
+        "fingerprintCount": count,
+        "utl": {
+            "entropy": round(s["entropy"], p),
+            "coherence": round(s["coherence"], p),
+            "learningScore": round(s["learning_score"], p),
+            "johariQuadrant": classify(s["entropy"], s["coherence"], s["rules"].johari_threshold),
+            "consolidationPhase": "none (dream consolidation is not built yet)",
+            "suggestedAction": pulse["suggested_action"],
+        },
+        "layers": {
+            "perception": {"status": memory.model_status(), "spaces": 13},
+            "memory": {"status": "active", "memories": count, "edges": edges},
+            "reasoning": {"status": "active", "retrieval_stages": "S1, S2, S3, S5 (S4 waits for a north star)",
+                          "kuramoto_r": round(cognition.network.read().r, p)},
+            "meta": {"status": "active", "meta_accuracy": round(s["meta_accuracy"], p),
+                     "operations": s["operations"], "identity_continuity": round(s["identity_continuity"], p)},
+            "action": {"status": "active" if status["active_memory"] else "idle",
+                       "workspace_active": (status["active_memory"] or {}).get("memory_id")},
+        },
+        "curation_tasks": {
+            "window": examined,
+            "duplicates": duplicates[:20],
+            "duplicate_threshold": theta_dup,
+            "orphans": orphans[:20],
+            "orphan_count": len(orphans),
+            "conflicts": [conflicts] if conflicts else [],
+            "suggested": _suggest(duplicates, orphans, conflicts),
+        },
+    }
+
+
+def _suggest(duplicates: list, orphans: list, conflicts: list) -> list[str]:
+    out = []
+    if duplicates:
+        out.append(f"merge_concepts: {len(duplicates)} near-duplicate pair(s)")
+    if orphans:
+        out.append(f"annotate_node or link: {len(orphans)} memory(ies) with no edge")
+    if conflicts:
+        out.append("critique_context: memories competing for the workspace")
+    return out

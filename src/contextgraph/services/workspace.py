@@ -1,0 +1,208 @@
+"""The global workspace's live state (SPEC §9): which memory holds attention, its broadcast, and what happened.
+
+Every search and inject hands its results here with their per-space agreement with the query (or the injected
+memory): that fingerprint becomes the *context*, each result a candidate with r_m = the binding of its 13
+agreements (gwt.binding), and one competition runs (gwt.workspace.step). The cognitive state is told whether
+the workspace is occupied, which drives the pulse's 5-second empty-workspace rule.
+
+What the events would drive in subsystems not built yet is recorded, not faked: an enter carries the dopamine
+rise it calls for (neuromodulation is a later issue), an exit queues the memory for dream replay (the queue is
+kept and persisted; dream consolidation will read it), a conflict names the competing memories and suggests
+critique_context.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from contextgraph.gwt import workspace as ws
+from contextgraph.gwt.binding import binding_r_batch
+
+NO_NORTH_STAR_ALIGNMENT = 1.0  # no north star yet: alignment cannot rank, so it is neutral for every memory
+
+
+class WorkspaceService:
+    def __init__(self, constitution: Any, cognition: Any, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        w = constitution["gwt"]["workspace"]
+        self.enter_threshold = float(w["enter_threshold"])
+        self.exit_threshold = float(w["exit_threshold"])
+        self.broadcast_seconds = float(w["broadcast_ms"]) / 1000.0
+        self.dopamine_on_enter = float(w["dopamine_on_enter"])
+        self._history = int(w["event_history"])
+        self._cognition = cognition
+        self._clock = clock
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._state = ws.Workspace()
+        self._context: Any = None  # the fingerprint of the last operation: what candidates bind against
+        self._reference: dict[int, Any] = {}
+        self._candidates: list[ws.Candidate] = []
+        self._events: deque[dict[str, Any]] = deque(maxlen=self._history)
+        self.replay_queue: deque[dict[str, Any]] = deque(maxlen=self._history)
+        self.counts = {"enter": 0, "exit": 0, "conflict": 0, "competitions": 0}
+        self.dopamine_requested = 0.0
+
+    # -- operations ----------------------------------------------------------------------------------------
+    def observe(self, context: Any, found: Sequence[tuple[str, Sequence[float], float]],
+                reference: dict[int, Any] | None = None) -> list[dict[str, Any]]:
+        """One competition among `found` = (memory id, 13 agreements, importance) against `context`; `reference`
+        holds each space's scores of all the operation's candidates (what a later broadcast is measured in)."""
+        r = binding_r_batch(np.asarray([a for _, a, _ in found], dtype=np.float64)) if found else np.zeros(0)
+        candidates = [ws.Candidate(memory_id, float(rm), float(importance), NO_NORTH_STAR_ALIGNMENT)
+                      for (memory_id, _, importance), rm in zip(found, r)]
+        with self._lock:
+            self._context = context
+            self._reference = reference or {}
+            self._candidates = sorted(candidates, key=lambda c: (-c.r, c.memory_id))[:10]
+            self.counts["competitions"] += 1
+            self._state, events = ws.step(self._state, candidates, self._clock(),
+                                          enter_threshold=self.enter_threshold, exit_threshold=self.exit_threshold,
+                                          broadcast_seconds=self.broadcast_seconds)
+            recorded = self._record(events)
+            occupied = self._state.active is not None
+        self._cognition.workspace_occupied(occupied)
+        return recorded
+
+    def broadcast(self, memory_id: str, r: float | None, importance: float, alignment: float,
+                  force: bool) -> dict[str, Any]:
+        """trigger_workspace_broadcast: put one memory in the workspace if its r_m passes the enter threshold,
+        or regardless with `force`. `r` is its binding with the current context (None: no context yet)."""
+        candidate = ws.Candidate(memory_id, 0.0 if r is None else r, importance, alignment)
+        reason = None
+        if r is None:
+            reason = ("no context yet: no search or inject has run since the server started, so r_m cannot be "
+                      "measured")
+        elif r < self.enter_threshold:
+            reason = f"r_m = {r:.4f} is below the workspace threshold {self.enter_threshold}"
+        if reason is not None and not force:
+            return {"broadcast": False, "memory_id": memory_id, "r": None if r is None else round(r, 6),
+                    "threshold": self.enter_threshold, "reason": reason + "; pass force=true to broadcast anyway"}
+        with self._lock:
+            self._state, events = ws.enter(self._state, candidate, self._clock(), self.broadcast_seconds)
+            recorded = self._record(events, forced=reason is not None)
+        self._cognition.workspace_occupied(True)
+        return {"broadcast": True, "memory_id": memory_id, "r": None if r is None else round(r, 6),
+                "score": round(candidate.score, 6), "forced": reason is not None, "threshold": self.enter_threshold,
+                "broadcast_ms": self.broadcast_seconds * 1000, "events": recorded,
+                **({"note": reason} if reason else {})}
+
+    def _record(self, events: list[ws.Event], forced: bool = False) -> list[dict[str, Any]]:
+        """Events as dicts with wall-clock times, with what each calls for (caller holds the lock)."""
+        out = []
+        for event in events:
+            item = {"kind": event.kind, "memory_id": event.memory_id, "r": round(event.r, 6), "at": self._wall(),
+                    **event.detail}
+            if event.kind == "enter":
+                self.dopamine_requested += self.dopamine_on_enter
+                item["dopamine"] = (f"+{self.dopamine_on_enter} requested (neuromodulation is not built yet: "
+                                    "recorded, not applied)")
+                if forced:
+                    item["forced"] = True
+            elif event.kind == "exit":
+                self.replay_queue.append({"memory_id": event.memory_id, "r": round(event.r, 6), "at": item["at"]})
+                item["queued_for_replay"] = True
+            elif event.kind == "conflict":
+                item["suggested_action"] = "critique_context"
+            self.counts[event.kind] += 1
+            self._events.append(item)
+            out.append(item)
+        return out
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    @property
+    def context(self) -> tuple[Any, dict[int, Any]]:
+        """(fingerprint, per-space candidate scores) of the last operation; (None, {}) before any."""
+        with self._lock:
+            return self._context, self._reference
+
+    @property
+    def active_id(self) -> str | None:
+        with self._lock:
+            return self._state.active.memory_id if self._state.active else None
+
+    def status(self) -> dict[str, Any]:
+        snap = self._cognition.snapshot()
+        with self._lock:
+            now = self._clock()
+            state = self._state
+            candidates = list(self._candidates)
+            last_conflict = next((e for e in reversed(self._events) if e["kind"] == "conflict"), None)
+            events = list(self._events)[-10:]
+            replay = list(self.replay_queue)[-10:]
+            counts = dict(self.counts)
+        active = state.active
+        empty_since = snap["workspace_empty_since"]
+        return {
+            "active_memory": None if active is None else {
+                "memory_id": active.memory_id, "r": round(active.r, 6), "importance": active.importance,
+                "alignment": active.alignment, "score": round(active.score, 6),
+                "seconds_in_workspace": round(now - state.entered_at, 3) if state.entered_at is not None else None},
+            "is_broadcasting": state.broadcasting(now),
+            "broadcast_remaining_ms": round(max(0.0, (state.broadcast_until or now) - now) * 1000, 1),
+            "coherence_threshold": self.enter_threshold,
+            "exit_threshold": self.exit_threshold,
+            "candidates": [{**asdict(c), "r": round(c.r, 6), "score": round(c.score, 6),
+                            "eligible": c.r >= self.enter_threshold} for c in candidates],
+            "conflict_memories": [] if last_conflict is None else last_conflict["memories"],
+            "empty_for_seconds": None if empty_since is None else round(snap["now"] - empty_since, 3),
+            "recent_events": events,
+            "replay_queue": replay,
+            "replay_queue_length": len(self.replay_queue),
+            "counts": counts,
+            "alignment_source": "1.0 for every memory until a north star exists (autonomous tools, later issue)",
+        }
+
+    # -- persistence (services.engine_store) ---------------------------------------------------------------
+    def to_doc(self) -> dict[str, Any]:
+        with self._lock:
+            return {"replay_queue": list(self.replay_queue), "events": list(self._events),
+                    "counts": dict(self.counts), "dopamine_requested": self.dopamine_requested}
+
+    def load_doc(self, doc: dict[str, Any]) -> None:
+        with self._lock:
+            self.replay_queue.extend(doc.get("replay_queue", []))
+            self._events.extend(doc.get("events", []))
+            self.counts.update(doc.get("counts", {}))
+            self.dopamine_requested = float(doc.get("dopamine_requested", 0.0))
+
+
+async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: str, importance: float,
+                           alignment: float, force: bool) -> dict[str, Any]:
+    """trigger_workspace_broadcast: r_m of a stored memory against the current context — its standing in each
+    space among the last operation's candidates (gwt.binding.rank_agreement) — then the broadcast."""
+    import anyio
+
+    from contextgraph.errors import NodeNotFound
+    from contextgraph.fingerprint import SPACES
+    from contextgraph.gwt.binding import binding_r, rank_agreement
+
+    memory.open()
+    store = memory.record_store
+    record = store.get(memory_id)
+    if record is None:
+        raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
+                           node_id=memory_id)
+    context, reference = workspace.context
+    r = None
+    agreements: list[float] = []
+    if context is not None and reference:
+        await memory.pipeline()
+
+        def measure() -> list[float]:
+            (fp,) = store.fingerprints([record.seq])
+            scores = memory.space_scores(context, [fp])
+            return [rank_agreement(scores[s.id][0], reference[s.id]) for s in SPACES]
+
+        agreements = await anyio.to_thread.run_sync(measure)
+        r = binding_r(np.asarray(agreements))
+    result = workspace.broadcast(memory_id, r, importance, alignment, force)
+    result["agreements"] = {f"E{s.id}": round(a, 6) for s, a in zip(SPACES, agreements)}
+    return result
