@@ -33,7 +33,10 @@ def identity_continuity(pv_now: Sequence[float], pv_previous: Sequence[float] | 
 
 def identity_status(ic: float, bounds: Mapping[str, float]) -> str:
     """Healthy above `healthy`; Critical below `critical` (requests a dream); Warning below `warning`; Stable in
-    between. Boundaries: a value must pass `healthy` to be Healthy and fall below the others to be flagged."""
+    between. Boundaries: a value must pass `healthy` to be Healthy and fall below the others to be flagged. An
+    unmeasurable value (NaN) is Critical: an identity that cannot be measured is not one to trust."""
+    if ic != ic:
+        return "Critical"
     if ic > bounds["healthy"]:
         return "Healthy"
     if ic < bounds["critical"]:

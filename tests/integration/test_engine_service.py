@@ -1,0 +1,91 @@
+"""The cognitive engine over a real store (LMDB and indexes in a temp dir, the real embedding pipeline): what
+memory operations do to the engine's state, and that no status tool answers with a canned value."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.anyio
+RATIONALE = "worth keeping for the project"
+TOPIC = [
+    "The deploy failed because the database migration timed out after 30 seconds.",
+    "Database migrations that run longer than the deploy timeout make the release fail.",
+    "We now run long database migrations before the deploy so the release does not time out.",
+    "The migration timeout during deploys is 30 seconds; raise it for big tables.",
+    "Big table migrations lock writes, so the deploy waits and then times out.",
+    "A failed migration leaves the deploy half done; roll back the schema first.",
+]
+NOVEL = [
+    "Sourdough needs a starter fed with flour and water every day.",
+    "The violin's E string snapped during the rehearsal of the second movement.",
+    "Tide pools at low water hold anemones, hermit crabs and small sculpins.",
+]
+
+
+async def inject(call, content):
+    return (await call("inject_context", {"content": content, "rationale": RATIONALE, "related_k": 0})).payload
+
+
+async def test_a_novel_memory_raises_entropy(call, app):
+    for text in TOPIC:
+        await inject(call, text)
+    before = app.cognition.pulse()["entropy"]
+    utl = (await inject(call, NOVEL[0]))["utl"]
+    assert utl["entropy"] > before  # this operation was more surprising than the running average
+    assert app.cognition.pulse()["entropy"] > before
+    assert utl["delta_s"]["semantic"] > 0.5
+
+
+async def test_near_duplicates_raise_coherence(call, app):
+    for text in TOPIC[:3] + NOVEL:
+        await inject(call, text)
+    before = app.cognition.pulse()["coherence"]
+    for text in TOPIC[:3]:  # each stored again, nearly verbatim
+        await inject(call, text.replace("The ", "the ", 1))
+    after = app.cognition.pulse()["coherence"]
+    assert after > before
+
+
+async def test_full_utl_in_inject_context(call):
+    for text in TOPIC:
+        await inject(call, text)
+    utl = (await inject(call, TOPIC[0] + " We raised it to 120 seconds."))["utl"]
+    assert set(utl["delta_s"]) == set(utl["delta_c"]) == set(utl["methods"])
+    assert len(utl["methods"]) == 13
+    components = utl["components"]
+    assert 0.0 <= components["cluster_fit"] <= 1.0 and components["connectivity"] > 0.0
+    assert utl["johariQuadrant"] in {"Open", "Blind", "Hidden", "Unknown"}
+    # below the Gaussian fit's minimum sample the E1 method falls back to kNN, and says so
+    assert utl["methods"]["semantic"].startswith("knn") and "Gaussian fit needs" in utl["methods"]["semantic"]
+
+
+# get_kuramoto_sync moves with the clock alone; that an operation moves it is tested with a frozen clock in
+# tests/unit/test_cognition_engine.py and test_kuramoto.py (nudge).
+STATUS_TOOLS = [
+    ("utl_status", {}),
+    ("get_memetic_status", {}),
+    ("get_consciousness_state", {}),
+    ("get_workspace_status", {}),
+    ("get_ego_state", {}),
+]
+
+
+def _without_clock(payload):
+    """The payload minus what moves with the clock alone (timers, lazily integrated phases)."""
+    drop = {"_cognitive_pulse", "empty_for_seconds", "seconds_in_workspace", "broadcast_remaining_ms",
+            "is_broadcasting", "now"}
+    if isinstance(payload, dict):
+        return {k: _without_clock(v) for k, v in payload.items() if k not in drop}
+    if isinstance(payload, list):
+        return [_without_clock(v) for v in payload]
+    return payload
+
+
+@pytest.mark.parametrize("name,arguments", STATUS_TOOLS)
+async def test_every_status_tool_follows_the_store(call, name, arguments):
+    for text in TOPIC[:2]:
+        await inject(call, text)
+    before = _without_clock((await call(name, arguments)).payload)
+    await call("inject_context", {"content": NOVEL[1], "rationale": RATIONALE, "related_k": 2})
+    after = _without_clock((await call(name, arguments)).payload)
+    assert json.dumps(after, sort_keys=True) != json.dumps(before, sort_keys=True)

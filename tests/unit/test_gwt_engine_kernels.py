@@ -1,0 +1,414 @@
+"""Workspace competition, ego identity continuity, meta-cognition and rank agreement (SPEC §9): naive
+references, exact boundary values and hypothesis properties."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextgraph.constitution import constitution
+from contextgraph.gwt import binding, ego
+from contextgraph.gwt import workspace as gw
+from contextgraph.gwt.workspace import Candidate, Workspace
+from contextgraph.utl import meta
+
+GWT = constitution()["gwt"]
+ENTER = GWT["workspace"]["enter_threshold"]
+EXIT = GWT["workspace"]["exit_threshold"]
+BROADCAST = GWT["workspace"]["broadcast_ms"] / 1000.0
+BOUNDS = GWT["ego"]["identity"]
+LOW = GWT["meta"]["low_score"]
+CONSECUTIVE = GWT["meta"]["consecutive_low"]
+
+
+def test_constitution_carries_the_spec_numbers():
+    assert (ENTER, EXIT, BROADCAST) == (0.8, 0.7, 0.1)
+    assert BOUNDS == {"healthy": 0.9, "warning": 0.7, "critical": 0.5}
+    assert (LOW, CONSECUTIVE) == (0.5, 5)
+
+
+def step(ws, candidates, now):
+    return gw.step(ws, candidates, now, enter_threshold=ENTER, exit_threshold=EXIT, broadcast_seconds=BROADCAST)
+
+
+def kinds(events):
+    return [e.kind for e in events]
+
+
+def c(mid, r, importance=1.0, alignment=1.0):
+    return Candidate(mid, r, importance, alignment)
+
+
+# ---------------------------------------------------------------- workspace: rank
+
+
+def naive_unit(x):
+    x = float(x)
+    if not math.isfinite(x):
+        return 0.0
+    return min(max(x, 0.0), 1.0)
+
+
+def naive_rank(candidates, enter):
+    eligible = [x for x in candidates if naive_unit(x.r) >= enter]
+    scored = [(naive_unit(x.r) * naive_unit(x.importance) * naive_unit(x.alignment), x) for x in eligible]
+    # selection sort: highest score first, then the lower id
+    out = []
+    while scored:
+        best = 0
+        for i in range(1, len(scored)):
+            s, x = scored[i]
+            bs, bx = scored[best]
+            if s > bs or (s == bs and x.memory_id < bx.memory_id):
+                best = i
+        out.append(scored.pop(best)[1])
+    return out
+
+
+def test_rank_threshold_is_inclusive_and_orders_by_score_then_id():
+    cands = [c("d", 0.7999), c("c", 0.8, 0.5), c("b", 0.8, 0.5), c("a", 0.9, 0.5), c("e", 1.0, 0.9)]
+    ranked = gw.rank(cands, ENTER)
+    assert [x.memory_id for x in ranked] == ["e", "a", "b", "c"]  # 0.9, 0.45, 0.4 (tie: b < c)
+    assert gw.rank([c("x", 0.8)], 0.8) == [c("x", 0.8)]
+    assert gw.rank([], ENTER) == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_rank_treats_non_finite_r_as_zero(bad):
+    assert gw.rank([c("x", bad)], ENTER) == []
+    assert gw.rank([c("x", bad)], 0.0) == [c("x", bad)]  # r counts as 0 ≥ 0
+    assert c("x", bad).score == 0.0
+    assert c("y", 0.9, bad, 1.0).score == 0.0
+
+
+finite_or_not = st.one_of(st.floats(-0.5, 1.5), st.sampled_from([float("nan"), float("inf"), float("-inf")]))
+candidate_st = st.builds(Candidate, st.sampled_from("abcdefgh"), finite_or_not,
+                         st.floats(0, 1), st.floats(0, 1))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(candidate_st, max_size=10), st.sampled_from([0.0, 0.5, 0.7, 0.8, 1.0]))
+def test_rank_matches_the_naive_reference(cands, enter):
+    assert gw.rank(cands, enter) == naive_rank(cands, enter)
+
+
+# ---------------------------------------------------------------- workspace: step
+
+
+def test_empty_workspace_one_eligible_candidate_enters_and_broadcasts():
+    ws, events = step(Workspace(), [c("m", 0.85, 0.6, 0.7)], now=10.0)
+    assert kinds(events) == ["enter"]
+    (e,) = events
+    assert (e.memory_id, e.at, e.r) == ("m", 10.0, 0.85)
+    assert e.detail["score"] == pytest.approx(0.85 * 0.6 * 0.7)
+    assert ws.active == c("m", 0.85, 0.6, 0.7)
+    assert ws.entered_at == 10.0 and ws.broadcast_until == pytest.approx(10.1)
+    assert ws.broadcasting(10.0) and ws.broadcasting(10.0999)
+    assert not ws.broadcasting(ws.broadcast_until) and not ws.broadcasting(10.2)
+    assert not Workspace().broadcasting(0.0)
+
+
+def test_ineligible_candidates_change_nothing():
+    ws, events = step(Workspace(), [c("m", 0.79), c("n", float("nan"))], now=1.0)
+    assert ws == Workspace() and events == []
+
+
+def test_two_eligible_raise_a_conflict_and_the_higher_score_enters():
+    ws, events = step(Workspace(), [c("low", 0.95, 0.5), c("high", 0.85, 0.9)], now=2.0)
+    assert kinds(events) == ["conflict", "enter"]
+    conflict, entered = events
+    assert set(conflict.detail["memories"]) == {"low", "high"}
+    assert conflict.detail["memories"][0] == "high" and conflict.memory_id == "high"
+    assert entered.memory_id == "high" and ws.active.memory_id == "high"
+
+
+def test_active_below_exit_threshold_leaves():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    ws, events = step(ws, [c("m", 0.69)], now=1.0)
+    assert kinds(events) == ["exit"]
+    assert events[0].memory_id == "m" and events[0].r == 0.69
+    assert "exit threshold" in events[0].detail["reason"]
+    assert ws == Workspace() and ws.active is None
+
+
+def test_active_exits_then_another_enters():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    ws, events = step(ws, [c("m", 0.69), c("n", 0.81)], now=1.0)
+    assert [(e.kind, e.memory_id) for e in events] == [("exit", "m"), ("enter", "n")]
+    assert ws.active.memory_id == "n" and ws.entered_at == 1.0
+
+
+def test_hysteresis_between_exit_and_enter_keeps_the_active_memory():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    ws, events = step(ws, [c("m", 0.75)], now=1.0)
+    assert events == []
+    assert ws.active == c("m", 0.75) and ws.entered_at == 0.0  # re-measured, still held
+    ws, events = step(ws, [c("m", 0.7)], now=2.0)  # exactly on the exit threshold: still held
+    assert events == [] and ws.active.memory_id == "m"
+
+
+def test_active_not_among_candidates_stays():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    ws2, events = step(ws, [c("x", 0.5)], now=1.0)
+    assert events == [] and ws2 == ws
+    ws3, events = step(ws, [], now=1.0)
+    assert events == [] and ws3 == ws
+
+
+def test_stronger_candidate_displaces_the_active():
+    ws, _ = step(Workspace(), [c("m", 0.85, 0.5)], now=0.0)
+    ws, events = step(ws, [c("n", 0.9, 0.9)], now=1.0)
+    assert [(e.kind, e.memory_id) for e in events] == [("exit", "m"), ("enter", "n")]
+    assert events[0].detail["reason"] == "displaced" and events[0].detail["by"] == "n"
+    assert ws.active.memory_id == "n" and ws.broadcast_until == pytest.approx(1.1)
+
+
+def test_weaker_or_equal_eligible_candidate_does_not_displace():
+    ws, _ = step(Workspace(), [c("m", 0.9, 0.9)], now=0.0)
+    ws2, events = step(ws, [c("n", 0.95, 0.5)], now=1.0)
+    assert events == [] and ws2 == ws
+    ws3, events = step(ws, [c("n", 0.9, 0.9)], now=1.0)  # equal score: the incumbent holds
+    assert events == [] and ws3 == ws
+
+
+def test_remeasured_active_with_a_rival_conflicts_but_keeps_the_stronger():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    ws, events = step(ws, [c("m", 0.95), c("n", 0.85)], now=1.0)
+    assert kinds(events) == ["conflict"]  # m wins again: re-broadcast, no enter
+    assert ws.active == c("m", 0.95) and ws.entered_at == 0.0 and ws.broadcast_until == pytest.approx(1.1)
+
+
+def test_same_memory_winning_again_rebroadcasts_without_enter():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    assert not ws.broadcasting(0.5)
+    ws, events = step(ws, [c("m", 0.92)], now=0.5)
+    assert events == []
+    assert ws.active.r == 0.92 and ws.entered_at == 0.0
+    assert ws.broadcast_until == pytest.approx(0.6) and ws.broadcasting(0.55)
+
+
+def test_remeasured_weaker_active_is_displaced_by_a_candidate_it_used_to_beat():
+    ws, _ = step(Workspace(), [c("m", 1.0)], now=0.0)
+    ws, events = step(ws, [c("m", 0.75), c("n", 0.8)], now=1.0)  # m re-measured at 0.75 < n's 0.8
+    assert [(e.kind, e.memory_id) for e in events] == [("exit", "m"), ("enter", "n")]
+    assert events[0].detail["reason"] == "displaced"
+
+
+step_candidates = st.lists(
+    st.builds(Candidate, st.sampled_from("abcd"),
+              st.one_of(st.floats(0.6, 1.0), st.just(float("nan"))), st.floats(0, 1), st.floats(0, 1)),
+    max_size=5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(step_candidates, max_size=12))
+def test_any_sequence_keeps_one_active_and_well_formed_events(rounds):
+    ws = Workspace()
+    entered: set[str] = set()
+    active_id = None
+    for t, cands in enumerate(rounds):
+        ws, events = step(ws, cands, now=float(t))
+        for e in events:
+            assert e.at == float(t)
+            if e.kind == "enter":
+                assert e.r >= ENTER
+                assert e.memory_id != active_id  # no enter for the memory already holding the workspace
+                entered.add(e.memory_id)
+                active_id = e.memory_id
+            elif e.kind == "exit":
+                assert e.memory_id in entered and e.memory_id == active_id
+                active_id = None
+            else:
+                assert len(e.detail["memories"]) >= 2
+        assert (ws.active.memory_id if ws.active else None) == active_id
+        assert ws.active is None or ws.broadcast_until is not None
+        assert sum(e.kind == "enter" for e in events) <= 1
+
+
+# ---------------------------------------------------------------- ego
+
+
+def naive_cos(a, b):
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    if na == 0 or nb == 0:
+        return 0.0
+    return min(max(dot / (na * nb), 0.0), 1.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=13, max_size=13), st.floats(0, 1))
+def test_identity_continuity_is_cosine_times_r(pairs, r):
+    now = [p for p, _ in pairs]
+    prev = [q for _, q in pairs]
+    ic = ego.identity_continuity(now, prev, r)
+    assert ic == pytest.approx(naive_cos(now, prev) * r, abs=1e-12)
+    assert 0.0 <= ic <= 1.0
+
+
+def test_identity_continuity_edges():
+    pv = [0.2, 0.5, 0.1]
+    assert ego.identity_continuity(pv, None, 0.63) == 0.63  # first point: cos = 1
+    assert ego.identity_continuity(pv, pv, 0.63) == pytest.approx(0.63)
+    assert ego.identity_continuity([0, 0, 0], pv, 1.0) == 0.0
+    assert ego.identity_continuity(pv, [0, 0, 0], 1.0) == 0.0
+    assert ego.identity_continuity([0, 0, 0], [0, 0, 0], 1.0) == 0.0
+    assert ego.identity_continuity([1, 0], [0, 1], 1.0) == 0.0
+    assert ego.identity_continuity(pv, None, 1.7) == 1.0
+    assert ego.identity_continuity(pv, None, -0.3) == 0.0
+    assert ego.identity_continuity(pv, None, float("nan")) == 0.0
+    assert ego.identity_continuity([float("nan"), 1.0], [0.0, 1.0], 1.0) == pytest.approx(1.0)
+    for v in (ego.identity_continuity([0, 0], [0, 0], float("nan")), ego.cosine([], [])):
+        assert math.isfinite(v)
+
+
+@pytest.mark.parametrize(("ic", "status"), [
+    (1.0, "Healthy"), (0.9001, "Healthy"), (0.9, "Stable"), (0.8, "Stable"), (0.7, "Stable"),
+    (0.6999, "Warning"), (0.5, "Warning"), (0.4999, "Critical"), (0.0, "Critical"),
+])
+def test_identity_status_on_the_boundaries(ic, status):
+    assert ego.identity_status(ic, BOUNDS) == status
+
+
+def test_coherence_with_actions_is_the_mean_cosine():
+    rng = np.random.default_rng(3)
+    purpose = rng.uniform(0, 1, 13)
+    actions = rng.uniform(0, 1, (7, 13))
+    expected = sum(naive_cos(purpose, a) for a in actions) / len(actions)
+    assert ego.coherence_with_actions(purpose, actions) == pytest.approx(expected)
+    assert ego.coherence_with_actions(purpose, [purpose, np.zeros(13)]) == pytest.approx(0.5)
+    assert ego.coherence_with_actions(purpose, []) == 0.0
+    assert ego.coherence_with_actions(purpose, np.zeros((0, 13))) == 0.0
+
+
+# ---------------------------------------------------------------- meta
+
+
+def test_meta_score_exact_values():
+    for p in (0.0, 0.3, 1.0, -2.0):
+        assert meta.meta_score(p, p) == 0.5
+    for p, a in ((0.7, 0.2), (0.1, 0.9), (0.0, 1.0), (1.0, 0.0), (5.0, -5.0)):
+        assert meta.meta_score(p, a) == pytest.approx(1 / (1 + math.exp(-2 * (p - a))))
+    assert meta.meta_score(0.2, 0.7) < 0.5 < meta.meta_score(0.7, 0.2)
+
+
+@pytest.mark.parametrize(("p", "a"), [
+    (float("nan"), 0.3), (0.3, float("nan")), (float("inf"), 0.3), (0.3, float("-inf")),
+    (float("inf"), float("inf")), (float("-inf"), 0.0),
+])
+def test_meta_score_non_finite_is_a_perfect_prediction(p, a):
+    assert meta.meta_score(p, a) == 0.5
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.floats(-1e3, 1e3))
+def test_meta_score_is_monotone_in_the_difference(a, x, y):
+    lo, hi = sorted((x, y))
+    s_lo, s_hi = meta.meta_score(a + lo, a), meta.meta_score(a + hi, a)
+    assert 0.0 <= s_lo <= s_hi <= 1.0
+    d = (a + lo) - a
+    if abs(d) < 300:
+        assert s_lo == pytest.approx(1 / (1 + math.exp(-2 * d)), abs=1e-12)
+
+
+def test_low_streak_counts_only_the_trailing_run():
+    assert meta.low_streak([], LOW) == 0
+    assert meta.low_streak([0.1, 0.2, 0.9, 0.3, 0.4], LOW) == 2
+    assert meta.low_streak([0.1, 0.2, 0.3], LOW) == 3
+    assert meta.low_streak([0.1, 0.2, 0.5], LOW) == 0  # exactly 0.5 is not low
+    assert meta.low_streak([0.1, float("nan"), 0.2], LOW) == 1  # NaN breaks the run
+
+
+def test_needs_introspection_at_exactly_five():
+    assert not meta.needs_introspection([0.4] * 4, LOW, CONSECUTIVE)
+    assert meta.needs_introspection([0.4] * 5, LOW, CONSECUTIVE)
+    assert meta.needs_introspection([0.9] + [0.4] * 6, LOW, CONSECUTIVE)
+    assert not meta.needs_introspection([0.4] * 4 + [0.6] + [0.4] * 4, LOW, CONSECUTIVE)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(0, 1), max_size=20))
+def test_low_streak_matches_a_naive_count(scores):
+    n = 0
+    while n < len(scores) and scores[len(scores) - 1 - n] < LOW:
+        n += 1
+    assert meta.low_streak(scores, LOW) == n
+    assert meta.needs_introspection(scores, LOW, CONSECUTIVE) == (n >= CONSECUTIVE)
+
+
+# ---------------------------------------------------------------- binding: rank agreement
+
+
+def naive_agreement(score, reference):
+    ref = [-math.inf if x != x else x for x in reference]
+    if len(ref) <= 1:
+        return 1.0
+    s = -math.inf if score != score else score
+    below = 0
+    for x in ref:
+        if x < s:
+            below += 1
+    return min(1.0, below / (len(ref) - 1))
+
+
+def test_rank_agreement_exact_values():
+    ref = np.array([0.1, 0.5, 0.3, 0.9])
+    assert binding.rank_agreement(0.9, ref) == 1.0
+    assert binding.rank_agreement(0.1, ref) == 0.0
+    assert binding.rank_agreement(0.5, ref) == pytest.approx(2 / 3)
+    assert binding.rank_agreement(0.3, ref) == pytest.approx(1 / 3)
+    assert binding.rank_agreement(5.0, ref) == 1.0  # from outside, beating all 4: clipped
+    assert binding.rank_agreement(-1.0, ref) == 0.0
+    assert binding.rank_agreement(float("nan"), ref) == 0.0
+    assert binding.rank_agreement(0.7, np.array([0.2])) == 1.0
+    assert binding.rank_agreement(0.7, np.array([])) == 1.0
+    assert binding.rank_agreement(0.7, np.array([0.7, 0.7, 0.7])) == 0.0  # ties beat nothing
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.floats(-10, 10), st.just(float("nan"))), max_size=12),
+       st.one_of(st.floats(-10, 10), st.just(float("nan"))))
+def test_rank_agreement_matches_a_naive_loop(reference, score):
+    ref = np.array(reference, dtype=np.float64)
+    assert binding.rank_agreement(score, ref) == pytest.approx(naive_agreement(score, reference))
+    for x in reference:  # each member of the reference against the rest of it
+        assert binding.rank_agreement(x, ref) == pytest.approx(naive_agreement(x, reference))
+    finite = [x for x in reference if x == x]
+    if len(set(finite)) == len(reference) >= 2:
+        assert binding.rank_agreement(max(finite), ref) == 1.0
+        assert binding.rank_agreement(min(finite), ref) == 0.0
+
+
+@pytest.mark.parametrize("a", [0.0, 0.25, 0.5, 0.9, 1.0])
+def test_binding_r_of_equal_agreements_is_one(a):
+    assert binding.binding_r(np.full(13, a)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("ones", range(14))
+def test_binding_r_of_a_zero_one_split_is_the_count_imbalance(ones):
+    a = np.array([1.0] * ones + [0.0] * (13 - ones))
+    # phases 0 and π: e^{i0} = 1, e^{iπ} = −1, so r = |ones − zeros| / 13
+    assert binding.binding_r(a) == pytest.approx(abs(ones - (13 - ones)) / 13, abs=1e-12)
+    assert binding.binding_r_batch(a[None, :])[0] == pytest.approx(binding.binding_r(a), abs=1e-12)
+
+
+def test_binding_r_of_an_even_split_in_phase_is_zero():
+    even = np.array([1.0] * 6 + [0.0] * 6)  # 12 phases, half at 0, half at π
+    assert binding.binding_r(even) == pytest.approx(0.0, abs=1e-12)
+    nearly = np.array([1.0] * 6 + [0.0] * 6 + [0.5])  # 13th at π/2: r = |i| / 13
+    assert binding.binding_r(nearly) == pytest.approx(1 / 13, abs=1e-12)
+
+
+def test_active_remeasured_non_finite_leaves():
+    ws, _ = step(Workspace(), [c("m", 0.9)], now=0.0)
+    ws, events = step(ws, [c("m", float("nan"))], now=1.0)
+    assert kinds(events) == ["exit"] and ws == Workspace()
+
+
+def test_identity_status_of_an_unmeasurable_value_is_critical():
+    from contextgraph.gwt.ego import identity_status
+
+    assert identity_status(float("nan"), {"healthy": 0.9, "warning": 0.7, "critical": 0.5}) == "Critical"
