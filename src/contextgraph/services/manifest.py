@@ -43,8 +43,10 @@ async def build_manifest(app: Any) -> dict[str, Any]:
                           "stages": ["s1_sparse_prefilter (E13, E6)", "s2_dense_ann (E1 HNSW)",
                                      "s3_rrf_fusion (13 spaces)", "s4_alignment_filter", "s5_maxsim_rerank (E12)"],
                           "stage4": "inactive: no north star yet"},
-            "meta": {"status": "partial: UTL novelty and connectivity; the cognitive engine arrives later",
-                     "pulse": app.cognition.pulse(), "lifecycle": app.cognition.lifecycle.stage},
+            "meta": {"status": "ready: UTL (per-space ΔS/ΔC), Kuramoto network, workspace, ego node, "
+                               "meta-cognition; dream, neuromodulation and ATC are not built yet",
+                     "pulse": app.cognition.pulse(), "lifecycle": app.cognition.lifecycle.stage,
+                     "workspace_active": app.workspace.active_id},
             "action": {"status": "ready", "tools_registered": len(registry.specs), "tools_active": len(registry.active)},
         },
     }
