@@ -89,3 +89,27 @@ async def test_every_status_tool_follows_the_store(call, name, arguments):
     await call("inject_context", {"content": NOVEL[1], "rationale": RATIONALE, "related_k": 2})
     after = _without_clock((await call(name, arguments)).payload)
     assert json.dumps(after, sort_keys=True) != json.dumps(before, sort_keys=True)
+
+
+USES = ["ContextGraph uses LMDB for storage.", "The indexer uses hnswlib for vectors.",
+        "The web app uses Postgres for accounts.", "The CLI uses argparse for flags."]
+
+
+async def test_e11_scores_relation_triples_by_transe_once_the_relation_is_known(call, app):
+    first = (await inject(call, USES[0]))["utl"]["methods"]["entity"]
+    assert first.startswith("empty store")
+    for text in USES[1:3]:
+        await inject(call, text)
+    utl = (await inject(call, USES[3]))["utl"]
+    assert utl["methods"]["entity"].startswith("transe") and "uses (3 triples)" in utl["methods"]["entity"]
+    no_triple = (await inject(call, NOVEL[0]))["utl"]["methods"]["entity"]
+    assert no_triple.startswith("knn") and "no relation triple" in no_triple
+    store = app.memory.record_store
+    assert sorted(t[3] for t in store.live_triples()) == ["LMDB", "Postgres", "argparse", "hnswlib"]
+    # a forgotten memory's triples stop counting, and come back with it
+    memory_id = store.live_triples()[0][0]
+    forgotten = (await call("forget_concept", {"node_id": memory_id, "reason": "obsolete",
+                                             "rationale": RATIONALE})).payload
+    assert len(store.live_triples()) == 3
+    await call("restore_from_hash", {"reversal_hash": forgotten["reversal_hash"]})
+    assert len(store.live_triples()) == 4

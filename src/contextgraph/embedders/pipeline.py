@@ -81,6 +81,17 @@ class FingerprintPipeline:
     def embed(self, items: Sequence[Draft]) -> list[Fingerprint]:
         """One complete fingerprint per draft, in order; raises InvalidParams for a bad draft, EmbeddingError when
         an embedder fails, InvalidFingerprint / DimensionMismatch when a result is incomplete or misshapen."""
+        return self._embed(items)[0]
+
+    def embed_with_triples(self, items: Sequence[Draft]) -> tuple[list[Fingerprint], list[list[Any]]]:
+        """embed(), plus each draft's E11 relation triples with pooled head and tail vectors from the same
+        forward pass (stored beside the fingerprint for E11's TransE novelty)."""
+        fingerprints, inputs = self._embed(items)
+        e11 = next(e for e in self.embedders if e.space == 11)
+        pool = getattr(e11, "triple_vectors", None)  # a configured E11 model without triples yields none
+        return fingerprints, [pool(item) if pool else [] for item in inputs]
+
+    def _embed(self, items: Sequence[Draft]) -> tuple[list[Fingerprint], list[MemoryInput]]:
         started = time.perf_counter()
         for draft in items:
             _check_draft(draft)
@@ -115,7 +126,7 @@ class FingerprintPipeline:
             items=len(items), encode_ms=(encoded_at - started) * 1e3, embedder_ms=embedder_ms,
             validate_ms=(done - t0) * 1e3, total_ms=(done - started) * 1e3,
         )
-        return fingerprints
+        return fingerprints, inputs
 
 
 def build_pipeline(settings: Any) -> FingerprintPipeline:

@@ -123,6 +123,7 @@ class CurationService:
                 event["reversal_hash"] = h
             else:
                 g.delete_memory(node_id)
+                g.delete_triples(node_id)
                 h = None
             g.append_lineage(node_id, event)
             return {"node_id": node_id, "soft_deleted": soft, "reason": reason, "reversal_hash": h,

@@ -6,7 +6,9 @@ order): the 2k nearest, the memory itself excluded. Then
 
     ΔSᵢ  by the space's method (utl.delta_s): E1 Mahalanobis to a Gaussian fit of stored E1 vectors with a
          chi-square CDF; E5 asymmetric kNN; E7 the mean of that Gaussian score (on E7) and kNN; E9 Hamming to
-         the nearest; E12 1 − MaxSim to the nearest; E13 1 − max Jaccard of term sets; the rest kNN (k nearest)
+         the nearest; E11 TransE: the memory's relation triples against the translations fitted from the stored
+         ones (kNN when it states none, or none the store knows yet); E12 1 − MaxSim to the nearest; E13
+         1 − max Jaccard of term sets; the rest kNN (k nearest)
     ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c):
          Connectivity  mean similarity of the k nearest above the connectivity threshold; for E8 (the graph
                        space) the vertex's own edge weights when it has edges
@@ -34,7 +36,7 @@ from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.storage.indexes import INDEXED_SPACES
 from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
-from contextgraph.utl import learning
+from contextgraph.utl import learning, transe
 from contextgraph.utl.johari import classify
 
 GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Gaussian + kNN)
@@ -118,6 +120,38 @@ class GaussianFits:
         return np.stack(rows).astype(np.float64) if rows else np.zeros((0, 0))
 
 
+class TranslationFits:
+    """The closed-form TransE translations of the stored triples (utl.transe), refitted from a scan of the
+    triples table once the number of memories with triples has grown by `refit_growth` (at least one), so a
+    large store pays the scan once per tenth of growth, not per store (one lock)."""
+
+    def __init__(self, min_examples: int, refit_growth: float) -> None:
+        self.min_examples = min_examples
+        self.refit_growth = refit_growth
+        self._lock = threading.Lock()
+        self._fit: tuple[transe.Translations, int] | None = None
+
+    def get(self, store: Any) -> transe.Translations:
+        count = store.triple_count()
+        with self._lock:
+            stale = self._fit is None or abs(count - self._fit[1]) >= max(1.0, self._fit[1] * self.refit_growth)
+            if stale:
+                live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
+                self._fit = (transe.fit_translations(live, self.min_examples), count)
+            return self._fit[0]
+
+
+def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(relation, h, t) from embedders.e11_entity.Triple objects or stored (head, relation, tail, h, t) tuples."""
+    out = []
+    for t in triples:
+        if hasattr(t, "relation"):
+            out.append((t.relation, t.head_vector, t.tail_vector))
+        else:
+            out.append((t[1], t[3], t[4]))
+    return out
+
+
 class DeltaScComputer:
     def __init__(self, constitution: Any) -> None:
         utl = constitution["utl"]
@@ -132,10 +166,12 @@ class DeltaScComputer:
         g = utl["gaussian"]
         self.fits = GaussianFits(int(g["min_samples"]), int(g["max_samples"]), int(g["components"]),
                                  float(g["refit_growth"]))
+        self.translations = TranslationFits(int(utl["transe_min_examples"]), float(g["refit_growth"]))
 
     def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], phase_spread: float = 0.0, emotional_weight: float = 1.0,
-                exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = ()) -> DeltaSc:
+                exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
+                triples: Sequence[Any] = ()) -> DeltaSc:
         started = time.perf_counter()
         by_space = {e.space: e for e in embedders}
         consistency = dc.consistency(coherence_history)
@@ -151,7 +187,8 @@ class DeltaScComputer:
             seqs = ranked[space.id]
             fps = [f for f in store.fingerprints(seqs, spaces=[space.id]) if f is not None] if seqs else []
             near, ring = fps[: self.k], fps[self.k:]
-            results.append(self._space(store, by_space, space, fingerprint, near, ring, consistency, edge_weights))
+            results.append(self._space(store, by_space, space, fingerprint, near, ring, consistency, edge_weights,
+                                       triples))
         timings["spaces"] = _ms(started) - timings["neighbours"]
         tau = learning.normalised([1.0] * len(SPACES))
         entropy = float(np.dot(tau, [r.delta_s for r in results]))
@@ -164,7 +201,7 @@ class DeltaScComputer:
                        stage, self.threshold, timings)
 
     def _space(self, store: Any, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, near: list, ring: list,
-               consistency: float, edge_weights: Sequence[float]) -> SpaceResult:
+               consistency: float, edge_weights: Sequence[float], triples: Sequence[Any]) -> SpaceResult:
         from contextgraph.services.memory import space_similarities
 
         sid = space.id
@@ -173,7 +210,7 @@ class DeltaScComputer:
                                dc.NEUTRAL_FIT, 0)
         sims = space_similarities(by_space, space, fp, near)
         ring_sims = space_similarities(by_space, space, fp, ring)
-        delta_s, method = self._novelty(store, by_space, sid, fp, near, sims)
+        delta_s, method = self._novelty(store, by_space, sid, fp, near, sims, triples)
         conn = dc.connectivity(sims, self.connect)
         if sid == GRAPH_SPACE and len(edge_weights):
             conn = dc.connectivity(edge_weights, 0.0)
@@ -182,7 +219,7 @@ class DeltaScComputer:
                            len(near))
 
     def _novelty(self, store: Any, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, near: list,
-                 sims: np.ndarray) -> tuple[float, str]:
+                 sims: np.ndarray, triples: Sequence[Any]) -> tuple[float, str]:
         k = self.k
         if sid in GAUSSIAN_SPACES:
             fit = self.fits.get(store, sid)
@@ -208,8 +245,18 @@ class DeltaScComputer:
         if sid == 13:
             return ds.jaccard_novelty(fp[13].indices, [f[13].indices for f in near]), "jaccard: 1 − max over term sets"
         if sid == 11:
-            return ds.knn_novelty(sims, k), (f"knn (k={k}): TransE needs stored triples with entity vectors, "
-                                             "which are not kept yet")
+            if not triples:
+                return ds.knn_novelty(sims, k), f"knn (k={k}): the memory states no relation triple for TransE"
+            model = self.translations.get(store)
+            vectors = relation_vectors(triples)
+            score = transe.transe_novelty(model, vectors)
+            if score is None:
+                relations = sorted({r for r, _, _ in vectors})
+                return ds.knn_novelty(sims, k), (f"knn (k={k}): TransE knows no relation {', '.join(relations)} "
+                                                 f"yet (needs {self.translations.min_examples} stored triples)")
+            used = sorted({r for r, _, _ in vectors if r in model.vectors})
+            return score, (f"transe: ‖h + r − t‖² against the stored translation of {', '.join(used)} "
+                           f"({sum(model.counts[r] for r in used)} triples)")
         return ds.knn_novelty(sims, k), f"knn (k={k})"
 
 

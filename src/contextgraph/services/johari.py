@@ -67,7 +67,8 @@ async def classify_memory(memory: Any, cognition: Any, constitution: Any, memory
                                        coherence_history=state["coherence_history"],
                                        phase_spread=state["phase_spread"],
                                        emotional_weight=state["emotional_weight"],
-                                       exclude=frozenset({record.seq}), edge_weights=edge_weights)
+                                       exclude=frozenset({record.seq}), edge_weights=edge_weights,
+                                       triples=memory.stored_triples(memory_id))
 
     result = await anyio.to_thread.run_sync(run)
     rows = []

@@ -288,13 +288,18 @@ class MemoryService:
 
         return await anyio.to_thread.run_sync(run, limiter=self._cpu)
 
-    async def embed_texts(self, texts: list[str], modality: str, session: str | None) -> list[Fingerprint]:
-        """Fingerprints for texts that are not stored (compute_delta_sc's what-if versions), PII redacted as on
-        store so the comparison is like for like."""
+    async def embed_texts(self, texts: list[str], modality: str,
+                          session: str | None) -> tuple[list[Fingerprint], list[list]]:
+        """Fingerprints and E11 triples for texts that are not stored (compute_delta_sc's what-if versions), PII
+        redacted as on store so the comparison is like for like."""
         self.open()
         pipeline = await self.pipeline()
         drafts = [self._draft(redact(text)[0], modality, session) for text in texts]
-        return await anyio.to_thread.run_sync(lambda: pipeline.embed(drafts), limiter=self._cpu)
+        return await anyio.to_thread.run_sync(lambda: pipeline.embed_with_triples(drafts), limiter=self._cpu)
+
+    def stored_triples(self, memory_id: str) -> list[Any]:
+        self.open()
+        return self._store.triples_of(memory_id)
 
     def edges_of(self, memory_id: str) -> list[Any]:
         self.open()
@@ -350,16 +355,18 @@ class MemoryService:
         pipeline = await self.pipeline()
         timings: dict[str, Any] = {}
 
-        def embed() -> tuple[Fingerprint, DeltaSc | None, list, list]:
+        def embed() -> tuple[Fingerprint, list, DeltaSc | None, list, list]:
             # the indexes catch up with the oplog on their own before each search below
             neighbours = self._neighbour_vectors(links)
             started = time.perf_counter()
-            (fingerprint,) = pipeline.embed([self._draft(content, new.modality, new.session, neighbours)])
+            (fingerprint,), (triples,) = pipeline.embed_with_triples(
+                [self._draft(content, new.modality, new.session, neighbours)])
             timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
-            utl = self._novelty(fingerprint) if with_novelty else None
-            return fingerprint, utl, self._similar(fingerprint), self._causal(content, fingerprint, pipeline)
+            utl = self._novelty(fingerprint, triples) if with_novelty else None
+            return (fingerprint, triples, utl, self._similar(fingerprint),
+                    self._causal(content, fingerprint, pipeline))
 
-        fingerprint, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
+        fingerprint, triples, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self._cpu)
         now = time.time()
         memory_id = uuid.uuid4().hex
         edges, temporal = self._auto_edges(memory_id, links, similar, now, causal)
@@ -378,7 +385,7 @@ class MemoryService:
         )
         started = time.perf_counter()
         # durable once this returns, with its edges and lineage in the same transaction
-        record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal)
+        record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal, triples)
         # nine HNSW inserts: milliseconds at scale, so off the event loop
         await anyio.to_thread.run_sync(self._indexes.apply, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
@@ -479,12 +486,13 @@ class MemoryService:
         # Until typed edges carry weights (curation issue), a link_to edge weighs 1.
         return tuple((1.0, fp[1]) for fp in vectors if fp is not None)
 
-    def _novelty(self, fingerprint: Fingerprint) -> DeltaSc:
+    def _novelty(self, fingerprint: Fingerprint, triples: list) -> DeltaSc:
         """The new memory's full UTL against the store as it is before the put (services.delta_sc)."""
         state = self.cognition.snapshot()
         return self.delta_sc.compute(self._store, self._indexes, self._pipeline.embedders, fingerprint,
                                      coherence_history=state["coherence_history"],
-                                     phase_spread=state["phase_spread"], emotional_weight=state["emotional_weight"])
+                                     phase_spread=state["phase_spread"], emotional_weight=state["emotional_weight"],
+                                     triples=triples)
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:

@@ -98,11 +98,14 @@ async def compute(memory: Any, cognition: Any, constitution: Any, vertex_id: str
     new = parse_fingerprint(new_fingerprint, manifest, "new_fingerprint") if new_fingerprint is not None else None
     old = parse_fingerprint(old_fingerprint, manifest, "old_fingerprint") if old_fingerprint is not None else None
     to_embed = [text for text in (new_content if new is None else None, old_content if old is None else None) if text]
-    embedded = await memory.embed_texts(to_embed, record.modality, record.session) if to_embed else []
+    embedded, triples = await memory.embed_texts(to_embed, record.modality, record.session) if to_embed else ([], [])
+    new_triples: list = []
+    old_triples: list = []
     if new is None:
-        new = embedded.pop(0)
+        new, new_triples = embedded.pop(0), triples.pop(0)
     if old is None:
-        old = embedded.pop(0) if old_content else store.fingerprints([record.seq])[0]
+        old, old_triples = ((embedded.pop(0), triples.pop(0)) if old_content
+                            else (store.fingerprints([record.seq])[0], memory.stored_triples(vertex_id)))
     state = cognition.snapshot()
     edge_weights = [e.weight for e in memory.edges_of(vertex_id)]
 
@@ -111,8 +114,8 @@ async def compute(memory: Any, cognition: Any, constitution: Any, vertex_id: str
                   emotional_weight=state["emotional_weight"], exclude=frozenset({record.seq}),
                   edge_weights=edge_weights)
         embedders = pipeline.embedders
-        return (memory.delta_sc.compute(store, memory.indexes, embedders, new, **kw),
-                memory.delta_sc.compute(store, memory.indexes, embedders, old, **kw))
+        return (memory.delta_sc.compute(store, memory.indexes, embedders, new, triples=new_triples, **kw),
+                memory.delta_sc.compute(store, memory.indexes, embedders, old, triples=old_triples, **kw))
 
     after, before = await anyio.to_thread.run_sync(run)
     p = int(constitution.get("pulse.precision"))

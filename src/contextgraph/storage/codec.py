@@ -153,3 +153,30 @@ def _decode_one(kind: str | None, blob, pos: int, a: int, b: int, copy: bool):
     else:
         raise StorageError(f"unknown vector kind code in fingerprint: {kind}")
     return v.copy() if copy else v
+
+
+# --- E11 relation triples ------------------------------------------------------------------------------------
+# [u32 header length][JSON header: [[head, relation, tail], ...] and dim][float16 matrix: h₀, t₀, h₁, t₁, …]
+_U32 = struct.Struct("<I")
+
+
+def encode_triples(triples: Collection) -> bytes:
+    """Triples with .head/.relation/.tail/.head_vector/.tail_vector (embedders.e11_entity.Triple)."""
+    triples = list(triples)
+    dim = int(triples[0].head_vector.size) if triples else 0
+    header = json.dumps({"dim": dim, "terms": [[t.head, t.relation, t.tail] for t in triples]},
+                        separators=(",", ":"), ensure_ascii=False).encode()
+    matrix = np.stack([v for t in triples for v in (t.head_vector, t.tail_vector)]).astype(np.float16) \
+        if triples else np.zeros((0, 0), dtype=np.float16)
+    return _U32.pack(len(header)) + header + matrix.tobytes()
+
+
+def decode_triples(blob: bytes | memoryview) -> list[tuple[str, str, str, np.ndarray, np.ndarray]]:
+    """(head, relation, tail, h float32, t float32) for each stored triple."""
+    (n,) = _U32.unpack_from(blob, 0)
+    header = json.loads(bytes(blob[4:4 + n]))
+    terms, dim = header["terms"], int(header["dim"])
+    if not terms:
+        return []
+    matrix = np.frombuffer(bytes(blob[4 + n:]), dtype=np.float16).astype(np.float32).reshape(2 * len(terms), dim)
+    return [(h, r, t, matrix[2 * i], matrix[2 * i + 1]) for i, (h, r, t) in enumerate(terms)]

@@ -36,20 +36,27 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import lmdb
 
 from contextgraph.errors import InvalidFingerprint, StorageError
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.storage.base import Edge, MemoryRecord, OplogEntry
-from contextgraph.storage.codec import decode_fingerprint, decode_record, encode_fingerprint, encode_record
+from contextgraph.storage.codec import (
+    decode_fingerprint,
+    decode_record,
+    decode_triples,
+    encode_fingerprint,
+    encode_record,
+    encode_triples,
+)
 from contextgraph.storage.locks import RWLock
 
 SCHEMA_VERSION = b"1"
 DEFAULT_MAP_SIZE = 8 << 30  # a ceiling, not an allocation: the data file is sparse and grows with the data
 _DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog", b"edges_out", b"edges_in",
-        b"tombstones", b"reversals", b"lineage")
+        b"tombstones", b"reversals", b"lineage", b"triples")
 _CORE_DBS = _DBS[:6]
 _DOC_PREFIX = b"doc:"  # meta-table keys of service documents, apart from the store's own counters
 _ALL_SPACES = frozenset(s.id for s in SPACES)
@@ -226,15 +233,17 @@ class LmdbStore:
     # --- writes ------------------------------------------------------------------------------------------------
 
     def put(self, record: MemoryRecord, fingerprint: Fingerprint, edges: Sequence[Edge] = (),
-            temporal: Callable[[str, str], Edge] | None = None) -> MemoryRecord:
+            temporal: Callable[[str, str], Edge] | None = None, triples: Sequence[Any] = ()) -> MemoryRecord:
         """Commit the memory, its `edges` (to memories that still exist) and its "created" lineage event. With
-        `temporal`, also the edge temporal(previous id, new id) from the session's previous live memory."""
+        `temporal`, also the edge temporal(previous id, new id) from the session's previous live memory; with
+        `triples`, its E11 relation triples (codec.encode_triples)."""
         missing = _ALL_SPACES - fingerprint.keys()
         if missing:
             raise InvalidFingerprint(
                 f"fingerprint lacks spaces {sorted(missing)}: all 13 are stored or none", missing=sorted(missing)
             )
         blob = encode_fingerprint(fingerprint)  # outside the transaction: keep the write lock short
+        triples_blob = encode_triples(triples) if triples else None
         memory_id = record.id.encode()
         db = self._db
 
@@ -263,9 +272,36 @@ class LmdbStore:
                 if g.exists(edge.other(record.id)):
                     g.put_edge(edge)
             g.append_lineage(record.id, {"event": "created", "at": record.created_at, "seq": seq})
+            if triples_blob is not None:
+                txn.put(memory_id, triples_blob, db=db["triples"])
             return stored
 
         return self._write(txn_fn)
+
+    # --- E11 relation triples --------------------------------------------------------------------------------
+    def live_triples(self) -> list[tuple[str, str, str, str, Any, Any]]:
+        """(memory id, head, relation, tail, h, t) of every live memory's triples. A forgotten memory keeps its
+        triples (its restore brings them back) but they do not count while it is gone."""
+        out = []
+        with self._read() as txn:
+            ids = self._db["ids"]
+            for key, blob in txn.cursor(db=self._db["triples"]):
+                if txn.get(bytes(key), db=ids) is None:
+                    continue
+                memory_id = bytes(key).decode()
+                out.extend((memory_id, *triple) for triple in decode_triples(blob))
+        return out
+
+    def triples_of(self, memory_id: str) -> list[tuple[str, str, str, Any, Any]]:
+        """(head, relation, tail, h, t) of one memory's stored triples (none: [])."""
+        with self._read() as txn:
+            blob = txn.get(memory_id.encode(), db=self._db["triples"])
+            return decode_triples(blob) if blob is not None else []
+
+    def triple_count(self) -> int:
+        """Memories with triples stored (live or not): a cheap change counter for fitted models."""
+        with self._read() as txn:
+            return txn.stat(self._db["triples"])["entries"]
 
     # --- documents the services keep beside the memories (the cognitive engine's state) -------------------
     def put_document(self, name: str, doc: dict) -> None:
@@ -507,6 +543,9 @@ class GraphTxn:
         op_seq = self._store._next_seq(self.txn, self.db["meta"])
         self.txn.put(_key(op_seq), b"d" + k + mid, db=self.db["oplog"])
         return record, blob, edges
+
+    def delete_triples(self, memory_id: str) -> None:
+        self.txn.delete(memory_id.encode(), db=self.db["triples"])
 
     def restore_memory(self, record: MemoryRecord, blob: bytes) -> MemoryRecord:
         """Put a memory back with its original id, fingerprint bytes and session position. It takes a new seq
