@@ -74,3 +74,42 @@ def test_observe_memory_count_moves_the_lifecycle():
     state = CognitiveState(constitution(), clock=Clock())
     state.observe_memory_count(600)
     assert state.lifecycle.stage == "maturity"
+
+
+def test_ego_trajectory_meta_scores_and_requests():
+    from contextgraph.gwt import ego
+
+    state = CognitiveState(constitution(), clock=Clock())
+    for i in range(7):
+        state.record([0.9] * 13, [0.1 + 0.1 * (i % 2)] * 13, memory_count=i + 1)
+    snap = state.snapshot()
+    assert len(snap["trajectory"]) == 7 and len(snap["meta_scores"]) == 7
+    # identity continuity is cos(PV_t, PV_t-1) × r, with r the network's order parameter after the operation
+    _, last_pv, last_ic = snap["trajectory"][-1]
+    assert last_pv == [round(v, 6) for v in snap["delta_c"]]
+    assert 0.0 <= last_ic <= state.network.read().r + 1e-6
+    assert all(0.0 < m < 1.0 for m in snap["meta_scores"])
+    # a dream is requested once per fall into Critical, never twice in a row
+    dreams = [r for r in snap["requests"] if r["kind"] == "dream"]
+    statuses = [ego.identity_status(ic, state.identity_bounds) for _, _, ic in snap["trajectory"]]
+    falls = sum(1 for a, b in zip(["Healthy"] + statuses, statuses) if a != "Critical" and b == "Critical")
+    assert len(dreams) == falls
+    assert all(r["applied"] is False for r in snap["requests"])
+
+
+def test_engine_document_round_trip():
+    state = CognitiveState(constitution(), clock=Clock())
+    for i in range(3):
+        state.record([0.2 * i] * 13, [0.5] * 13, memory_count=i + 1)
+    doc = state.to_doc()
+    assert state.dirty is False
+    restored = CognitiveState(constitution(), clock=Clock())
+    restored.load_doc(doc)
+    a, b = state.snapshot(), restored.snapshot()
+    for key in ("delta_s", "delta_c", "operations", "memory_count", "meta_scores", "coherence_history",
+                "trajectory", "identity_continuity", "recent_actions"):
+        assert a[key] == b[key], key
+    assert restored.network.to_doc() == state.network.to_doc()
+    fresh = CognitiveState(constitution(), clock=Clock())
+    fresh.load_doc({"version": 99})  # an unknown layout is ignored, not misread
+    assert fresh.snapshot()["operations"] == 0

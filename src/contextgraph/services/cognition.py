@@ -136,10 +136,12 @@ class CognitiveState:
         """Append the purpose vector to the ego's trajectory and update identity continuity (lock held). Until a
         north star exists the purpose vector is the per-space coherence ΔC: where stored knowledge integrates."""
         previous = self.trajectory[-1][1] if self.trajectory else None
+        was = ego.identity_status(self.identity_continuity, self.identity_bounds)
         purpose = [round(v, 6) for v in self.delta_c]
         self.identity_continuity = ego.identity_continuity(purpose, previous, r)
         self.trajectory.append((time.time(), purpose, round(self.identity_continuity, 6)))
-        if ego.identity_status(self.identity_continuity, self.identity_bounds) == "Critical":
+        # one request per fall into Critical, not one per operation while it stays there
+        if was != "Critical" and ego.identity_status(self.identity_continuity, self.identity_bounds) == "Critical":
             self._request("dream", f"identity continuity {self.identity_continuity:.3f} below "
                           f"{self.identity_bounds['critical']}")
 
