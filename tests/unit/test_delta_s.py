@@ -399,3 +399,9 @@ def test_empty_store_is_fully_novel():
 def test_methods_described():
     assert set(METHODS) == {"knn", "asymmetric_knn", "gaussian", "hybrid", "hamming", "maxsim", "jaccard"}
     assert all(isinstance(v, str) and v and "\n" not in v for v in METHODS.values())
+
+
+def test_maxsim_of_rows_with_subnormal_values_keeps_their_direction():
+    """Hypothesis found it: a row of 3e-162 has a squared norm that underflows to 0, yet a direction."""
+    q = np.array([[1.0, 3e-162, 3e-162, 3e-162], [3e-162, 3e-162, 3e-162, 3e-162]])
+    assert maxsim_novelty(q, [q]) == pytest.approx(0.0, abs=1e-9)

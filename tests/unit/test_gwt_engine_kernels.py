@@ -254,8 +254,8 @@ def test_identity_continuity_edges():
     assert ego.identity_continuity(pv, None, 0.63) == 0.63  # first point: cos = 1
     assert ego.identity_continuity(pv, pv, 0.63) == pytest.approx(0.63)
     assert ego.identity_continuity([0, 0, 0], pv, 1.0) == 0.0
-    assert ego.identity_continuity(pv, [0, 0, 0], 1.0) == 0.0
-    assert ego.identity_continuity([0, 0, 0], [0, 0, 0], 1.0) == 0.0
+    assert ego.identity_continuity(pv, [0, 0, 0], 1.0) == 1.0  # a directionless predecessor: nothing broke
+    assert ego.identity_continuity([0, 0, 0], [0, 0, 0], 1.0) == 1.0  # still no direction to lose
     assert ego.identity_continuity([1, 0], [0, 1], 1.0) == 0.0
     assert ego.identity_continuity(pv, None, 1.7) == 1.0
     assert ego.identity_continuity(pv, None, -0.3) == 0.0
@@ -412,3 +412,16 @@ def test_identity_status_of_an_unmeasurable_value_is_critical():
     from contextgraph.gwt.ego import identity_status
 
     assert identity_status(float("nan"), {"healthy": 0.9, "warning": 0.7, "critical": 0.5}) == "Critical"
+
+
+def test_a_unanimous_no_binds_but_does_not_agree():
+    """r_m cannot tell thirteen spaces that put a memory last from thirteen that put it first; ψ_m can."""
+    r_last, psi_last = binding.binding(np.zeros(13))
+    r_first, psi_first = binding.binding(np.ones(13))
+    assert r_last == pytest.approx(1.0) and r_first == pytest.approx(1.0)
+    assert binding.agrees(psi_first) and not binding.agrees(psi_last)
+    last = Candidate("a" * 32, r_last, 1.0, 1.0, psi_last)
+    assert gw.rank([last], 0.8) == []
+    state, events = gw.step(Workspace(), [last], 0.0, enter_threshold=0.8, exit_threshold=0.7,
+                            broadcast_seconds=0.1)
+    assert state.active is None and events == []

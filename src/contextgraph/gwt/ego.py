@@ -5,7 +5,8 @@
 PV the system's purpose vector now and one operation ago, r the Kuramoto order parameter. A purpose that holds
 its direction in a synchronised network keeps its identity; a purpose that swings, or a network that falls
 apart, loses it. Purpose vectors are non-negative (per-space alignments or coherences), so the cosine is in
-[0, 1]; the first point of a trajectory has no predecessor and counts as continuous (cos = 1).
+[0, 1]; the first point of a trajectory has no predecessor, and a predecessor of all zeros (the purpose of an
+empty store) has no direction: both count as continuous (cos = 1).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def identity_continuity(pv_now: Sequence[float], pv_previous: Sequence[float] | None, r: float) -> float:
     r = float(np.clip(np.nan_to_num(r), 0.0, 1.0))
-    continuity = 1.0 if pv_previous is None else cosine(pv_now, pv_previous)
-    return continuity * r
+    if pv_previous is None or not np.any(np.nan_to_num(np.asarray(pv_previous, dtype=np.float64))):
+        return r  # no earlier purpose with a direction (the start, or an empty store's all-zero ΔC): nothing broke
+    return cosine(pv_now, pv_previous) * r
 
 
 def identity_status(ic: float, bounds: Mapping[str, float]) -> str:

@@ -1,7 +1,8 @@
 """The global workspace's competition (SPEC §9): which memory holds attention, as a pure state step.
 
-Candidates are memories the last operation touched, each with r_m (its binding with the current context,
-gwt.binding), importance and alignment. Those with r_m ≥ the enter threshold compete; the winner is the
+Candidates are memories the last operation touched, each with r_m and ψ_m (its binding with the current
+context, gwt.binding), importance and alignment. Those with r_m ≥ the enter threshold, bound on the agreeing
+side (ψ_m < π/2: a unanimous "this is not it" binds as tightly, and must not enter), compete; the winner is the
 highest r_m × importance × alignment (ties: the lower id, so the step is deterministic). The winner is
 broadcast for `broadcast_seconds` and then holds the workspace until it is displaced by a stronger candidate or
 its own r_m, re-measured against a newer context, falls below the exit threshold (hysteresis: enter 0.8,
@@ -29,6 +30,11 @@ class Candidate:
     r: float
     importance: float
     alignment: float
+    psi: float = 0.0  # mean binding phase: < π/2 when the spaces' verdict is agreement
+
+    @property
+    def agrees(self) -> bool:
+        return math.isfinite(self.psi) and self.psi < math.pi / 2
 
     @property
     def score(self) -> float:
@@ -60,7 +66,7 @@ def _unit(x: float) -> float:
 
 def rank(candidates: list[Candidate], enter: float) -> list[Candidate]:
     """Candidates at or above the enter threshold, best first."""
-    eligible = [c for c in candidates if _unit(c.r) >= enter]
+    eligible = [c for c in candidates if _unit(c.r) >= enter and c.agrees]
     return sorted(eligible, key=lambda c: (-c.score, c.memory_id))
 
 
@@ -87,8 +93,9 @@ def step(ws: Workspace, candidates: list[Candidate], now: float, *, enter_thresh
         if remeasured is not None:
             active = remeasured
             ws = replace(ws, active=active)
-            if _unit(active.r) < exit_threshold:
-                events.append(Event("exit", now, active.memory_id, active.r, {"reason": "r below exit threshold"}))
+            if _unit(active.r) < exit_threshold or not active.agrees:
+                reason = "r below exit threshold" if active.agrees else "bound on the disagreeing side"
+                events.append(Event("exit", now, active.memory_id, active.r, {"reason": reason}))
                 ws = Workspace()
     ranked = rank(candidates, enter_threshold)
     if len(ranked) >= 2:

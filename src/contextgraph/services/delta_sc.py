@@ -87,7 +87,9 @@ class DeltaSc:
 
 
 class GaussianFits:
-    """Cached Gaussian fits of stored vectors per space, refitted as the store grows (one lock)."""
+    """Cached Gaussian fits of stored vectors per space, refitted as the store grows. The first fit of a process
+    is made in the caller (nothing to fall back on); later refits run in a background thread while the caller
+    keeps using the previous fit, so no store or search waits for one (a refit at 1K memories costs ~0.1 s)."""
 
     def __init__(self, min_samples: int, max_samples: int, components: int, refit_growth: float) -> None:
         self.min_samples = min_samples
@@ -96,18 +98,42 @@ class GaussianFits:
         self.refit_growth = refit_growth
         self._lock = threading.Lock()
         self._fits: dict[int, tuple[ds.GaussianFit | None, int]] = {}
+        self._refitting: set[int] = set()
 
     def get(self, store: Any, space: int) -> ds.GaussianFit | None:
         count = store.count()
+        if count < self.min_samples:
+            return None
         with self._lock:
             fit, fitted_at = self._fits.get(space, (None, -1))
-            if count < self.min_samples:
-                return None
-            if fit is not None and count < max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10):
+            stale = count >= max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10)
+            if fit is not None and (not stale or space in self._refitting):
                 return fit
+            if fit is not None:
+                self._refitting.add(space)
+                threading.Thread(target=self._refit, args=(store, space, count), daemon=True,
+                                 name=f"contextgraph-fit-E{space}").start()
+                return fit
+        return self._refit(store, space, count)
+
+    def wait(self) -> None:
+        """Until no background refit runs (tests, benchmarks)."""
+        while True:
+            with self._lock:
+                if not self._refitting:
+                    return
+            time.sleep(0.01)
+
+    def _refit(self, store: Any, space: int, count: int) -> ds.GaussianFit | None:
+        try:
             fit = ds.fit_gaussian(self._sample(store, space), self.components)
-            self._fits[space] = (fit, count)
-            return fit
+        except Exception:  # a store closed under a background refit: keep the old fit
+            fit = None
+        with self._lock:
+            self._refitting.discard(space)
+            if fit is not None:
+                self._fits[space] = (fit, count)
+            return self._fits.get(space, (None, 0))[0]
 
     def _sample(self, store: Any, space: int) -> np.ndarray:
         """Up to max_samples stored vectors of one space, drawn uniformly over sequence numbers (deleted ones

@@ -2,8 +2,8 @@
 
 Focal memories are the least coherent of the most recent ones: each one's E1 coherence
 ΔC = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency against its own neighbourhood (as in services.delta_sc,
-E1 only, so the window stays cheap). The question names them and asks about the aspect of the space with the
-highest entropy in the engine's running average (what the recent operations understood least). With fewer than
+E1 only, so the window stays cheap). The question is about the least coherent one (naming the others as also
+unclear) and asks about the aspect of the space with the highest entropy in the engine's running average (what the recent operations understood least). With fewer than
 `min_memories` memories there is nothing to focus on and the generic question of EC-MCP-003 is returned.
 
 expected_entropy_reduction is an estimate, and says so: one operation moves the entropy average by α (the
@@ -79,9 +79,11 @@ async def epistemic_action(memory: Any, cognition: Any, constitution: Any, force
     per_space = state["delta_s"]
     target = int(np.argmax(per_space)) + 1  # the space the recent operations understood least
     quoted = [f"“{_preview(r.content)}”" for r, _ in focal]
-    subject = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
-    verb = "does it relate to the rest of your work" if len(quoted) == 1 else "do they relate"
-    question = f"How {verb}: {subject}? In particular, {ASK[target]}?"
+    # one question about the least coherent memory: the others may be about anything, and asking how unrelated
+    # memories relate to each other is not a question a user can answer
+    question = f"How does {quoted[0]} fit with the rest of your work? In particular, {ASK[target]}?"
+    if len(quoted) > 1:
+        question += f" (Also unclear to me: {', '.join(quoted[1:])}.)"
     mean_c = float(np.mean([c for _, c in focal])) if focal else 0.0
     return {
         "action_type": "ask_user", **base, "question": question,

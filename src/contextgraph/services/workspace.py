@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from contextgraph.gwt import workspace as ws
-from contextgraph.gwt.binding import binding_r_batch
+from contextgraph.gwt.binding import binding_batch
 
 NO_NORTH_STAR_ALIGNMENT = 1.0  # no north star yet: alignment cannot rank, so it is neutral for every memory
 
@@ -36,6 +36,7 @@ class WorkspaceService:
         self.exit_threshold = float(w["exit_threshold"])
         self.broadcast_seconds = float(w["broadcast_ms"]) / 1000.0
         self.dopamine_on_enter = float(w["dopamine_on_enter"])
+        self.min_candidates = int(w["min_candidates"])
         self._history = int(w["event_history"])
         self._cognition = cognition
         self._clock = clock
@@ -47,7 +48,7 @@ class WorkspaceService:
         self._candidates: list[ws.Candidate] = []
         self._events: deque[dict[str, Any]] = deque(maxlen=self._history)
         self.replay_queue: deque[dict[str, Any]] = deque(maxlen=self._history)
-        self.counts = {"enter": 0, "exit": 0, "conflict": 0, "competitions": 0}
+        self.counts = {"enter": 0, "exit": 0, "conflict": 0, "competitions": 0, "skipped": 0}
         self.dopamine_requested = 0.0
 
     # -- operations ----------------------------------------------------------------------------------------
@@ -55,13 +56,17 @@ class WorkspaceService:
                 reference: dict[int, Any] | None = None) -> list[dict[str, Any]]:
         """One competition among `found` = (memory id, 13 agreements, importance) against `context`; `reference`
         holds each space's scores of all the operation's candidates (what a later broadcast is measured in)."""
-        r = binding_r_batch(np.asarray([a for _, a, _ in found], dtype=np.float64)) if found else np.zeros(0)
-        candidates = [ws.Candidate(memory_id, float(rm), float(importance), NO_NORTH_STAR_ALIGNMENT)
-                      for (memory_id, _, importance), rm in zip(found, r)]
+        r, psi = binding_batch(np.asarray([a for _, a, _ in found], dtype=np.float64)) if found else ((), ())
+        candidates = [ws.Candidate(memory_id, float(rm), float(importance), NO_NORTH_STAR_ALIGNMENT, float(pm))
+                      for (memory_id, _, importance), rm, pm in zip(found, r, psi)]
         with self._lock:
             self._context = context
             self._reference = reference or {}
             self._candidates = sorted(candidates, key=lambda c: (-c.r, c.memory_id))[:10]
+            if len(candidates) < self.min_candidates:
+                # a standing among one or two is no standing: every space ranks a lone result first
+                self.counts["skipped"] += 1
+                return []
             self.counts["competitions"] += 1
             self._state, events = ws.step(self._state, candidates, self._clock(),
                                           enter_threshold=self.enter_threshold, exit_threshold=self.exit_threshold,
@@ -71,17 +76,21 @@ class WorkspaceService:
         self._cognition.workspace_occupied(occupied)
         return recorded
 
-    def broadcast(self, memory_id: str, r: float | None, importance: float, alignment: float,
-                  force: bool) -> dict[str, Any]:
-        """trigger_workspace_broadcast: put one memory in the workspace if its r_m passes the enter threshold,
-        or regardless with `force`. `r` is its binding with the current context (None: no context yet)."""
-        candidate = ws.Candidate(memory_id, 0.0 if r is None else r, importance, alignment)
+    def broadcast(self, memory_id: str, r: float | None, importance: float, alignment: float, force: bool,
+                  psi: float = 0.0) -> dict[str, Any]:
+        """trigger_workspace_broadcast: put one memory in the workspace if its r_m passes the enter threshold on
+        the agreeing side, or regardless with `force`. `r`, `psi`: its binding with the current context (r None:
+        no context yet)."""
+        candidate = ws.Candidate(memory_id, 0.0 if r is None else r, importance, alignment, psi)
         reason = None
         if r is None:
             reason = ("no context yet: no search or inject has run since the server started, so r_m cannot be "
                       "measured")
         elif r < self.enter_threshold:
             reason = f"r_m = {r:.4f} is below the workspace threshold {self.enter_threshold}"
+        elif not candidate.agrees:
+            reason = (f"r_m = {r:.4f}, but the spaces agree that this memory does not fit the current context "
+                      f"(mean binding phase {psi:.3f} ≥ π/2)")
         if reason is not None and not force:
             return {"broadcast": False, "memory_id": memory_id, "r": None if r is None else round(r, 6),
                     "threshold": self.enter_threshold, "reason": reason + "; pass force=true to broadcast anyway"}
@@ -149,8 +158,10 @@ class WorkspaceService:
             "broadcast_remaining_ms": round(max(0.0, (state.broadcast_until or now) - now) * 1000, 1),
             "coherence_threshold": self.enter_threshold,
             "exit_threshold": self.exit_threshold,
-            "candidates": [{**asdict(c), "r": round(c.r, 6), "score": round(c.score, 6),
-                            "eligible": c.r >= self.enter_threshold} for c in candidates],
+            "candidates": [{**asdict(c), "r": round(c.r, 6), "psi": round(c.psi, 6), "score": round(c.score, 6),
+                            "agrees": c.agrees, "eligible": c.r >= self.enter_threshold and c.agrees}
+                           for c in candidates],
+            "min_candidates": self.min_candidates,
             "conflict_memories": [] if last_conflict is None else last_conflict["memories"],
             "empty_for_seconds": None if empty_since is None else round(snap["now"] - empty_since, 3),
             "recent_events": events,
@@ -182,7 +193,7 @@ async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: 
 
     from contextgraph.errors import NodeNotFound
     from contextgraph.fingerprint import SPACES
-    from contextgraph.gwt.binding import binding_r, rank_agreement
+    from contextgraph.gwt.binding import binding, rank_agreement
 
     memory.open()
     store = memory.record_store
@@ -191,7 +202,7 @@ async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: 
         raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
                            node_id=memory_id)
     context, reference = workspace.context
-    r = None
+    r, psi = None, 0.0
     agreements: list[float] = []
     if context is not None and reference:
         await memory.pipeline()
@@ -202,7 +213,7 @@ async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: 
             return [rank_agreement(scores[s.id][0], reference[s.id]) for s in SPACES]
 
         agreements = await anyio.to_thread.run_sync(measure)
-        r = binding_r(np.asarray(agreements))
-    result = workspace.broadcast(memory_id, r, importance, alignment, force)
+        r, psi = binding(np.asarray(agreements))
+    result = workspace.broadcast(memory_id, r, importance, alignment, force, psi)
     result["agreements"] = {f"E{s.id}": round(a, 6) for s, a in zip(SPACES, agreements)}
     return result

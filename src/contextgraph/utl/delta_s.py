@@ -266,8 +266,14 @@ def _unit_rows(tokens: np.ndarray | Sequence[Sequence[float]]) -> tuple[np.ndarr
     t = np.nan_to_num(np.asarray(tokens, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     if t.ndim == 1:
         t = t.reshape(1, -1) if t.size else t.reshape(0, 0)
-    norms = np.linalg.norm(t, axis=1) if t.size else np.zeros(t.shape[0])
-    nonzero = np.isfinite(norms) & (norms > 0)
+    if not t.size:
+        return t, np.zeros(t.shape[0], dtype=bool)
+    # scale each row by its largest magnitude first: the norm of a row of tiny (subnormal) values underflows
+    # to 0 and of huge ones overflows, while the direction is perfectly defined
+    scale = np.abs(t).max(axis=1)
+    nonzero = scale > 0
+    t = np.divide(t, scale[:, None], out=np.zeros_like(t), where=nonzero[:, None])
+    norms = np.linalg.norm(t, axis=1)
     unit = np.divide(t, norms[:, None], out=np.zeros_like(t), where=nonzero[:, None])
     return unit, nonzero
 
