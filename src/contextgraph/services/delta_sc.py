@@ -65,6 +65,8 @@ class DeltaSc:
     lifecycle: learning.Lifecycle
     threshold: float
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # seq → fingerprint of every neighbour gathered, in any space (not reported; reused for `related`)
+    neighbourhood: dict[int, Fingerprint] = field(default_factory=dict, repr=False)
 
     @property
     def delta_s(self) -> list[float]:
@@ -207,11 +209,14 @@ class DeltaScComputer:
             hits = indexes.search(space, fingerprint[space], want + len(exclude))
             ranked[space] = [seq for seq, _ in hits if seq not in exclude][:want]
         ranked[12] = ranked[1]
+        # one read of every neighbour's whole fingerprint: the spaces share most neighbours, and inject_context
+        # ranks its related memories from this same neighbourhood (Retriever.rank) without reading it again
+        union = list(dict.fromkeys(seq for seqs in ranked.values() for seq in seqs))
+        neighbourhood = {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
         timings = {"neighbours": _ms(started)}
         results = []
         for space in SPACES:
-            seqs = ranked[space.id]
-            fps = [f for f in store.fingerprints(seqs, spaces=[space.id]) if f is not None] if seqs else []
+            fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
             near, ring = fps[: self.k], fps[self.k:]
             results.append(self._space(store, by_space, space, fingerprint, near, ring, consistency, edge_weights,
                                        triples))
@@ -224,7 +229,7 @@ class DeltaScComputer:
                                         stage.lambda_s, stage.lambda_c, emotional_weight, phase_spread, self.gain)
         timings["total"] = _ms(started)
         return DeltaSc(results, consistency, entropy, coherence, score, classify(entropy, coherence, self.threshold),
-                       stage, self.threshold, timings)
+                       stage, self.threshold, timings, neighbourhood)
 
     def _space(self, store: Any, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, near: list, ring: list,
                consistency: float, edge_weights: Sequence[float], triples: Sequence[Any]) -> SpaceResult:

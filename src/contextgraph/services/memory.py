@@ -139,6 +139,7 @@ class MemoryService:
         self._indexes: Any = None
         self._saved_seq = 0
         self._writer: Any = None
+        self._indexer: Any = None
         self._pipeline: Any = None
         self._pipeline_ready = threading.Event()
         self._pipeline_error: BaseException | None = None
@@ -160,6 +161,7 @@ class MemoryService:
             store = LmdbStore(self.home / STORE_DIR)
             indexes = IndexSet.open(self.home / INDEX_DIR, store)
             self._writer = Writer()
+            self._indexer = Writer("contextgraph-indexer")
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
@@ -209,6 +211,7 @@ class MemoryService:
                 if self.cognition.dirty:
                     engine_state.save(self._store, self.cognition, self.workspace)
                 self._writer.close()
+                self._indexer.close()
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 self._indexes.catch_up(self._store)
                 if self._indexes.applied_seq != self._saved_seq:
@@ -233,12 +236,17 @@ class MemoryService:
 
     async def inject(self, new: NewMemory, related_k: int) -> Injected:
         stored, fingerprint = await self._store_one(new, with_novelty=True)
-        utl = utl_payload(stored.timings_ms.pop("_utl"), self.constitution)
+        result: DeltaSc = stored.timings_ms.pop("_utl")
+        utl = utl_payload(result, self.constitution)
         related: list[dict[str, Any]] = []
         if related_k:
             pipeline = await self.pipeline()
+            # the candidates: the neighbourhood the UTL computation gathered from every space's own index
+            # (the k nearest and the next k in each), already read; stages 3-5 rank them as search_graph would
+            seqs = list(result.neighbourhood)
             retrieval = await anyio.to_thread.run_sync(
-                lambda: self._retriever(pipeline).run(fingerprint, related_k, exclude=frozenset({stored.record.seq})),
+                lambda: self._retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
+                                                       related_k),
                 limiter=self._cpu,
             )
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
@@ -387,8 +395,11 @@ class MemoryService:
         # durable once this returns, with its edges and lineage in the same transaction
         record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal, triples)
         # nine HNSW inserts: milliseconds at scale, so off the event loop
-        await anyio.to_thread.run_sync(self._indexes.apply, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
+        # Index inserts (nine HNSW graphs: ~5 ms at 10K) run after the answer, on their own thread. Nothing can
+        # miss the memory meanwhile: every index search first catches up from the store's oplog, which indexes
+        # anything not yet applied (and `apply` then skips it).
+        self._indexer.submit_future(self._apply_index, record.seq, fingerprint)
         if utl is not None:
             self.cognition.record(utl.delta_s, utl.delta_c, memory_count=self._store.count())
             timings["_utl"] = utl
@@ -396,6 +407,12 @@ class MemoryService:
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
         return Stored(record, list(record.redactions), timings), fingerprint
+
+    def _apply_index(self, seq: int, fingerprint: Fingerprint) -> None:
+        try:
+            self._indexes.apply(seq, fingerprint)
+        except Exception:  # the next catch-up indexes it from the oplog instead
+            _log.exception("background index insert failed; the oplog catch-up will index it", seq=seq)
 
     def _similar(self, fingerprint: Fingerprint) -> list[tuple[str, float]]:
         """(id, E1 cosine) of the nearest existing memories above the Semantic-edge threshold."""

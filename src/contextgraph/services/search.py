@@ -111,9 +111,39 @@ class Retriever:
         seqs = [seq for seq in candidates if seq not in exclude]
         if not seqs:
             return Retrieval([], 0, timings, _STAGE4_INACTIVE)
+        read_started = time.perf_counter()
+        fingerprints = self.store.fingerprints(seqs)
+        read_ms = (time.perf_counter() - read_started) * 1000  # S3's first part: reading the candidates
+        return self.rank(query, seqs, fingerprints, top_k, min_similarity=min_similarity, modality=modality,
+                         causal_direction=causal_direction, timings=timings, read_ms=read_ms)
+
+    def rank(
+        self,
+        query: Fingerprint,
+        seqs: list[int],
+        fingerprints: list[Fingerprint | None],
+        top_k: int,
+        *,
+        min_similarity: float = 0.0,
+        modality: str | None = None,
+        causal_direction: str = "both",
+        timings: dict[str, float] | None = None,
+        read_ms: float = 0.0,
+    ) -> Retrieval:
+        """Stages 3-5 over candidates already chosen and read (None: deleted since): the whole pipeline after
+        candidate generation. inject_context calls it directly with the neighbourhood its UTL computation has
+        already gathered from every space's index, so it neither searches nor reads them twice."""
+        s = self.settings
+        timings = {} if timings is None else timings
+        clock = time.perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timings[stage] = round((now - clock) * 1000, 3)
+            clock = now
 
         # S3: every space scores every candidate in its own measure; RRF over the ranks.
-        fingerprints = self.store.fingerprints(seqs)
         keep = [i for i, fp in enumerate(fingerprints) if fp is not None]  # deleted since the index saw them
         seqs = [seqs[i] for i in keep]
         fingerprints = [fingerprints[i] for i in keep]
@@ -128,6 +158,7 @@ class Retriever:
         space_ranks = {space: ranks(values) for space, values in scores.items()}
         fused = rrf(space_ranks, s.space_weights, s.rrf_k)
         lap("s3_rrf_fusion")
+        timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
         lap("s4_alignment_filter")
 
         # S5: MaxSim rerank of the fused head.

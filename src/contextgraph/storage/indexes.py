@@ -105,7 +105,7 @@ class IndexSet:
         A seq that catch_up has already passed is left alone: catch_up indexed it, or saw it deleted (by
         another process, between this put and now) and must not see it come back."""
         with self._lock.write():
-            if seq <= self.applied_seq:
+            if seq <= self.applied_seq or seq in self._ahead:
                 return
             self._add(self._indexes, [seq], [fingerprint])
             self._ahead.add(seq)
@@ -134,6 +134,8 @@ class IndexSet:
                 fps = store.fingerprints(puts, spaces=INDEXED_SPACES) if puts else []
                 found = [(s, fp) for s, fp in zip(puts, fps) if fp is not None]
                 with self._lock.write():
+                    # `apply` may have indexed some of them since `puts` was taken (it runs on another thread)
+                    found = [(s, fp) for s, fp in found if s not in self._ahead]
                     self._add(self._indexes, [s for s, _ in found], [fp for _, fp in found])
                     for seq in deletes:
                         for index in self._indexes.values():

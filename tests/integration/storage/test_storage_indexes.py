@@ -294,6 +294,32 @@ def test_apply_ahead_is_not_applied_twice(tmp_path):
         assert indexes._indexes[13]._n_dead == 0  # the applied memory was skipped, not re-added
 
 
+def test_an_apply_racing_a_catch_up_is_not_indexed_twice(tmp_path):
+    """The background index insert (services.memory) can land while a catch-up is between reading the oplog and
+    adding: the catch-up must not add that memory again (a sparse index would count its terms twice)."""
+    rng = np.random.default_rng(12)
+    with LmdbStore(tmp_path / "db") as store:
+        indexes = IndexSet(store)
+        fp = fingerprint(rng, tokens=2)
+        mine = store.put(record(), fp)
+        read = store.fingerprints
+
+        def read_then_apply(seqs, spaces=None):
+            out = read(seqs, spaces)
+            indexes.apply(mine.seq, fp)  # lands after the catch-up chose its puts, before it adds them
+            return out
+
+        store.fingerprints = read_then_apply
+        try:
+            indexes.catch_up()
+        finally:
+            del store.fingerprints
+        assert indexes.sizes() == {s: 1 for s in INDEXED_SPACES}
+        assert indexes._indexes[13]._n_dead == 0
+        indexes.apply(mine.seq, fp)  # and a late apply after the catch-up passed it is a no-op
+        assert indexes.sizes() == {s: 1 for s in INDEXED_SPACES}
+
+
 def test_dims_are_enforced(tmp_path):
     rng = np.random.default_rng(12)
     indexes = IndexSet(dims={1: DENSE_DIMS[1] * 2})
