@@ -95,6 +95,9 @@ class IndexSet:
             return index.score(query, docs)
 
     def sizes(self) -> dict[int, int]:
+        """Entries per space, after catching up (like a search): what the store holds, not what was applied."""
+        if self.store is not None:
+            self.catch_up()
         with self._lock.read():
             return {space: len(index) for space, index in sorted(self._indexes.items())}
 
