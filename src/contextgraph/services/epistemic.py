@@ -27,20 +27,20 @@ from contextgraph.utl import delta_c as dc
 
 GENERIC_QUESTION = ("What domain are you working in, and what are you trying to achieve? A sentence or two about "
                     "the goal lets me connect what you store from here on.")
-ASK = {
-    1: "what do they mean for the task at hand",
-    2: "how recent is each, and which is current",
-    3: "when in the day or week does each apply",
-    4: "in what order did they happen",
-    5: "what causes what between them",
-    6: "what do their key terms refer to",
-    7: "which code does each touch",
-    8: "what else are they connected to",
-    9: "are they the same thing written differently",
-    10: "which modality or source each comes from",
+ASK = {  # about the one focal memory the question names
+    1: "what does it mean for the task at hand",
+    2: "is it still current",
+    3: "when in the day or week does it apply",
+    4: "what came before and after it",
+    5: "what causes it, and what does it lead to",
+    6: "what do its key terms refer to",
+    7: "which code does it touch",
+    8: "what else is it connected to",
+    9: "is it something already stored, worded differently",
+    10: "which source or modality does it come from",
     11: "which components, people or files are involved",
-    12: "which details matter",
-    13: "what do their key terms refer to",
+    12: "which of its details matter",
+    13: "what do its key terms refer to",
 }
 
 
