@@ -253,3 +253,54 @@ async def test_engine_state_survives_a_restart(make_settings, tmp_path):
             assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 7.5
     finally:
         second.memory.close()
+
+
+async def test_compute_delta_sc_refuses_odd_fingerprint_values(client, app):
+    ids = [(await inject(client, text, 0))["id"] for text in RELATED[:3]]
+    good = fingerprint_to_json(stored_fingerprint(app, ids[0]))
+    bad_inputs = [
+        {**{k: v for k, v in good.items() if k != "E1"}, "E²": good["E1"]},        # a digit that is not 0-9
+        {**good, "E9": [2**70] + good["E9"][1:]},                                  # beyond a byte
+        {**good, "E9": [1.7] + good["E9"][1:]},                                    # not a whole number
+        {**good, "E13": {"indices": [2**40], "values": [1.0]}},                    # beyond int32
+        {**good, "E13": {"indices": [1.9, 2.2], "values": [1.0, 1.0]}},            # fractional indices
+        {**good, "E1": "not a vector"},
+    ]
+    for fingerprint in bad_inputs:
+        error = await error_of(client, "compute_delta_sc", {"vertex_id": ids[0], "new_fingerprint": fingerprint})
+        assert error.code == -32602, (error.code, error.message)
+        assert error.data["field"] == "new_fingerprint"
+
+
+async def test_status_tools_load_the_saved_engine_before_answering(make_settings, tmp_path):
+    """A fresh process's first call may be a GWT tool: it must see (and change) the saved state, not a blank one."""
+    settings = make_settings(tmp_path / "home")
+    first = build_app(settings)
+    async with Client(build_server(first), mode="legacy") as client:
+        for text in RELATED[:3]:
+            await inject(client, text, 0)
+    first.memory.close()
+
+    second = build_app(settings)
+    try:
+        async with Client(build_server(second), mode="legacy") as client:
+            assert (await tool(client, "get_ego_state"))["trajectory_length"] == 3
+            assert (await tool(client, "adjust_coupling", {"new_K": 6.5}))["new_K"] == 6.5
+            assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 6.5
+    finally:
+        second.memory.close()
+    third = build_app(settings)
+    try:
+        async with Client(build_server(third), mode="legacy") as client:
+            assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 6.5
+            await tool(client, "search_graph", {"query": RELATED[0], "top_k": 3})
+            competitions = (await tool(client, "get_workspace_status"))["counts"]["competitions"]
+    finally:
+        third.memory.close()
+    fourth = build_app(settings)
+    try:
+        async with Client(build_server(fourth), mode="legacy") as client:
+            # a search-only session's workspace changes were saved on close
+            assert (await tool(client, "get_workspace_status"))["counts"]["competitions"] == competitions
+    finally:
+        fourth.memory.close()

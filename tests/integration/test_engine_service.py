@@ -108,8 +108,19 @@ async def test_e11_scores_relation_triples_by_transe_once_the_relation_is_known(
     assert sorted(t[3] for t in store.live_triples()) == ["LMDB", "Postgres", "argparse", "hnswlib"]
     # a forgotten memory's triples stop counting, and come back with it
     memory_id = store.live_triples()[0][0]
+    translations = app.memory.delta_sc.translations
+    assert translations.get(store).counts["uses"] == 4
     forgotten = (await call("forget_concept", {"node_id": memory_id, "reason": "obsolete",
                                              "rationale": RATIONALE})).payload
     assert len(store.live_triples()) == 3
+    assert translations.get(store).counts["uses"] == 3  # the fitted model forgets with it
     await call("restore_from_hash", {"reversal_hash": forgotten["reversal_hash"]})
     assert len(store.live_triples()) == 4
+    # a merge's text states its own triples; its sources' stop counting while they are merged
+    a = (await inject(call, "The billing CLI uses argparse for its flags."))["id"]
+    b = (await inject(call, "The billing CLI uses argparse for flags."))["id"]
+    merged = (await call("merge_concepts", {"source_node_ids": [a, b], "target_name": "billing CLI",
+                                            "merge_strategy": "keep_highest", "rationale": RATIONALE})).payload
+    assert merged["merged"] is True
+    owners = {t[0] for t in store.live_triples()}
+    assert merged["merged_id"] in owners and not {a, b} & owners

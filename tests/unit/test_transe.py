@@ -86,3 +86,20 @@ def test_codec_round_trip():
     for (_, _, _, hv, tv), original in zip(decoded, triples):
         assert np.allclose(hv, original.head_vector, atol=1e-2) and np.allclose(tv, original.tail_vector, atol=1e-2)
     assert decode_triples(encode_triples([])) == []
+
+
+def test_without_equals_a_refit_without_those_triples():
+    rng = np.random.default_rng(8)
+    data = _triples(rng, "uses", 12, rng.normal(size=16) * 0.3, 0.1) + _triples(rng, "is_a", 4, 0.1, 0.2)
+    model = transe.fit_translations(data, min_examples=3)
+    mine = [data[3], data[7], data[13]]
+    rest = [t for i, t in enumerate(data) if i not in (3, 7, 13)]
+    expected = transe.fit_translations(rest, min_examples=3)
+    got = model.without(mine)
+    assert set(got.vectors) == set(expected.vectors) == {"uses", "is_a"}
+    for relation in expected.vectors:
+        assert np.allclose(got.vectors[relation], expected.vectors[relation])
+        assert got.residual[relation] == pytest.approx(expected.residual[relation])
+        assert got.counts[relation] == expected.counts[relation]
+    # taking a relation below min_examples drops it, as a refit would
+    assert "is_a" not in model.without([data[12], data[13]]).vectors

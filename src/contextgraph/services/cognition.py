@@ -217,13 +217,18 @@ class CognitiveState:
             self.emotional_weight = float(doc["emotional_weight"])
             self.operations = int(doc["operations"])
             self.memory_count = int(doc["memory_count"])
-            self._meta_errors.extend(float(v) for v in doc["meta_errors"])
-            self.meta_scores.extend(float(v) for v in doc["meta_scores"])
-            self.coherence_history.extend(float(v) for v in doc["coherence_history"])
-            self.trajectory.extend((float(t), [float(v) for v in pv], float(ic)) for t, pv, ic in doc["trajectory"])
+            # replace, never merge: a store reopened in the same process must not double its history
+            for target, values in (
+                (self._meta_errors, [float(v) for v in doc["meta_errors"]]),
+                (self.meta_scores, [float(v) for v in doc["meta_scores"]]),
+                (self.coherence_history, [float(v) for v in doc["coherence_history"]]),
+                (self.trajectory, [(float(t), [float(v) for v in pv], float(ic)) for t, pv, ic in doc["trajectory"]]),
+                (self.requests, list(doc["requests"])),
+                (self.recent_actions, [[float(v) for v in a] for a in doc.get("recent_actions", [])]),
+            ):
+                target.clear()
+                target.extend(values)
             self.identity_continuity = float(doc["identity_continuity"])
-            self.requests.extend(doc["requests"])
-            self.recent_actions.extend([float(v) for v in a] for a in doc.get("recent_actions", []))
             self._refresh()
 
     def workspace_occupied(self, occupied: bool) -> None:

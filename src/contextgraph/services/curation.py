@@ -150,6 +150,7 @@ class CurationService:
             removed: list[str] = []
             if op["op"] == "merge" and g.exists(op["merged_id"]):
                 g.delete_memory(op["merged_id"])
+                g.delete_triples(op["merged_id"])
                 g.append_lineage(op["merged_id"], {"event": "unmerged", "at": now, "reversal_hash": h})
                 removed.append(op["merged_id"])
             if op["op"] == "link":
@@ -274,7 +275,7 @@ class CurationService:
         else:
             content = extractive_summary([r.content for r in records])
         head = ordered[0]
-        fingerprint = await memory.embed_text(content, head.modality, head.session)
+        (fingerprint,), (triples,) = await memory.embed_texts([content], head.modality, head.session)
         blob = encode_fingerprint(fingerprint)
         merged_id = uuid.uuid4().hex
         op = {"op": "merge", "ids": ids, "merged_id": merged_id, "at": now}
@@ -306,6 +307,8 @@ class CurationService:
                 g.append_lineage(i, {"event": "merged_into", "at": now, "into": merged_id, "reversal_hash": h,
                                      "rationale": rationale})
             g.restore_memory(merged, blob)
+            if triples:  # the merged text's own relation triples (E11's TransE)
+                g.put_triples(merged_id, triples)
             for e in inherited.values():
                 g.put_edge(e)
             g.put_reversal(h, op)

@@ -101,6 +101,7 @@ class GaussianFits:
         self._lock = threading.Lock()
         self._fits: dict[int, tuple[ds.GaussianFit | None, int]] = {}
         self._refitting: set[int] = set()
+        self._closed = False
 
     def get(self, store: Any, space: int) -> ds.GaussianFit | None:
         count = store.count()
@@ -111,6 +112,8 @@ class GaussianFits:
             stale = count >= max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10)
             if fit is not None and (not stale or space in self._refitting):
                 return fit
+            if fit is not None and self._closed:
+                return fit
             if fit is not None:
                 self._refitting.add(space)
                 threading.Thread(target=self._refit, args=(store, space, count), daemon=True,
@@ -118,8 +121,14 @@ class GaussianFits:
                 return fit
         return self._refit(store, space, count)
 
+    def close(self) -> None:
+        """Start no more background refits and wait for the running ones (the store is about to close)."""
+        with self._lock:
+            self._closed = True
+        self.wait()
+
     def wait(self) -> None:
-        """Until no background refit runs (tests, benchmarks)."""
+        """Until no background refit runs."""
         while True:
             with self._lock:
                 if not self._refitting:
@@ -157,15 +166,19 @@ class TranslationFits:
         self.min_examples = min_examples
         self.refit_growth = refit_growth
         self._lock = threading.Lock()
-        self._fit: tuple[transe.Translations, int] | None = None
+        self._fit: tuple[transe.Translations, int, int] | None = None
 
     def get(self, store: Any) -> transe.Translations:
         count = store.triple_count()
+        # seqs consumed minus live memories grows with every forget, merge or hard delete (restores and puts
+        # leave it alone): any deletion refits, since a deleted memory's triples must stop counting
+        deletions = store.last_seq() - store.count()
         with self._lock:
-            stale = self._fit is None or abs(count - self._fit[1]) >= max(1.0, self._fit[1] * self.refit_growth)
+            stale = (self._fit is None or deletions != self._fit[2]
+                     or abs(count - self._fit[1]) >= max(1.0, self._fit[1] * self.refit_growth))
             if stale:
                 live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
-                self._fit = (transe.fit_translations(live, self.min_examples), count)
+                self._fit = (transe.fit_translations(live, self.min_examples), count, deletions)
             return self._fit[0]
 
 
@@ -199,7 +212,7 @@ class DeltaScComputer:
     def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], phase_spread: float = 0.0, emotional_weight: float = 1.0,
                 exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
-                triples: Sequence[Any] = ()) -> DeltaSc:
+                triples: Sequence[Any] = (), own_triples: Sequence[Any] = ()) -> DeltaSc:
         started = time.perf_counter()
         by_space = {e.space: e for e in embedders}
         consistency = dc.consistency(coherence_history)
@@ -219,7 +232,7 @@ class DeltaScComputer:
             fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
             near, ring = fps[: self.k], fps[self.k:]
             results.append(self._space(store, by_space, space, fingerprint, near, ring, consistency, edge_weights,
-                                       triples))
+                                       triples, own_triples))
         timings["spaces"] = _ms(started) - timings["neighbours"]
         tau = learning.normalised([1.0] * len(SPACES))
         entropy = float(np.dot(tau, [r.delta_s for r in results]))
@@ -232,7 +245,8 @@ class DeltaScComputer:
                        stage, self.threshold, timings, neighbourhood)
 
     def _space(self, store: Any, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, near: list, ring: list,
-               consistency: float, edge_weights: Sequence[float], triples: Sequence[Any]) -> SpaceResult:
+               consistency: float, edge_weights: Sequence[float], triples: Sequence[Any],
+               own_triples: Sequence[Any]) -> SpaceResult:
         from contextgraph.services.memory import space_similarities
 
         sid = space.id
@@ -241,7 +255,7 @@ class DeltaScComputer:
                                dc.NEUTRAL_FIT, 0)
         sims = space_similarities(by_space, space, fp, near)
         ring_sims = space_similarities(by_space, space, fp, ring)
-        delta_s, method = self._novelty(store, by_space, sid, fp, near, sims, triples)
+        delta_s, method = self._novelty(store, by_space, sid, fp, near, sims, triples, own_triples)
         conn = dc.connectivity(sims, self.connect)
         if sid == GRAPH_SPACE and len(edge_weights):
             conn = dc.connectivity(edge_weights, 0.0)
@@ -250,7 +264,7 @@ class DeltaScComputer:
                            len(near))
 
     def _novelty(self, store: Any, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, near: list,
-                 sims: np.ndarray, triples: Sequence[Any]) -> tuple[float, str]:
+                 sims: np.ndarray, triples: Sequence[Any], own_triples: Sequence[Any]) -> tuple[float, str]:
         k = self.k
         if sid in GAUSSIAN_SPACES:
             fit = self.fits.get(store, sid)
@@ -279,6 +293,8 @@ class DeltaScComputer:
             if not triples:
                 return ds.knn_novelty(sims, k), f"knn (k={k}): the memory states no relation triple for TransE"
             model = self.translations.get(store)
+            if own_triples:  # a stored vertex is scored against the store without itself
+                model = model.without(relation_vectors(own_triples))
             vectors = relation_vectors(triples)
             score = transe.transe_novelty(model, vectors)
             if score is None:

@@ -60,6 +60,7 @@ async def classify_memory(memory: Any, cognition: Any, constitution: Any, memory
     threshold = float(utl["johari_threshold"])
     state = cognition.snapshot()
     edge_weights = [e.weight for e in memory.edges_of(memory_id)]
+    own = memory.stored_triples(memory_id)
 
     def run() -> DeltaSc:
         (fp,) = store.fingerprints([record.seq])
@@ -68,7 +69,7 @@ async def classify_memory(memory: Any, cognition: Any, constitution: Any, memory
                                        phase_spread=state["phase_spread"],
                                        emotional_weight=state["emotional_weight"],
                                        exclude=frozenset({record.seq}), edge_weights=edge_weights,
-                                       triples=memory.stored_triples(memory_id))
+                                       triples=own, own_triples=own)
 
     result = await anyio.to_thread.run_sync(run)
     rows = []

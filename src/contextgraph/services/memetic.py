@@ -3,7 +3,7 @@
 Curation tasks are looked for among the `curation_window` most recent memories, so the call stays cheap at any
 store size (a full scan would grow with the store): duplicates are Semantic edges whose weight (E1 cosine at
 store time) reaches θ_dup, orphans are memories with no edge at all, conflicts are the workspace's latest
-competition with more than one memory above its threshold.
+competition if more than one memory passed its threshold there.
 """
 
 from __future__ import annotations
@@ -60,10 +60,12 @@ async def memetic_status(memory: Any, cognition: Any, workspace: Any, constituti
         },
         "layers": {
             "perception": {"status": memory.model_status(), "spaces": 13},
-            "memory": {"status": "active", "memories": count, "edges": edges},
-            "reasoning": {"status": "active", "retrieval_stages": "S1, S2, S3, S5 (S4 waits for a north star)",
+            "memory": {"status": "active" if count else "empty", "memories": count, "edges": edges},
+            "reasoning": {"status": "active" if count else "empty",
+                          "retrieval_stages": "S1, S2, S3, S5 (S4 waits for a north star)",
+                          "competitions": status["counts"]["competitions"],
                           "kuramoto_r": round(cognition.network.read().r, p)},
-            "meta": {"status": "active", "meta_accuracy": round(s["meta_accuracy"], p),
+            "meta": {"status": "active" if s["operations"] else "idle", "meta_accuracy": round(s["meta_accuracy"], p),
                      "operations": s["operations"], "identity_continuity": round(s["identity_continuity"], p)},
             "action": {"status": "active" if status["active_memory"] else "idle",
                        "workspace_active": (status["active_memory"] or {}).get("memory_id")},

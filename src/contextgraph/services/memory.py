@@ -139,7 +139,6 @@ class MemoryService:
         self._indexes: Any = None
         self._saved_seq = 0
         self._writer: Any = None
-        self._indexer: Any = None
         self._pipeline: Any = None
         self._pipeline_ready = threading.Event()
         self._pipeline_error: BaseException | None = None
@@ -161,11 +160,17 @@ class MemoryService:
             store = LmdbStore(self.home / STORE_DIR)
             indexes = IndexSet.open(self.home / INDEX_DIR, store)
             self._writer = Writer()
-            self._indexer = Writer("contextgraph-indexer")
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
             engine_state.load(store, self.cognition, self.workspace)
+
+    async def opened(self) -> MemoryService:
+        """open() off the event loop (loading large indexes takes seconds), for handlers that only need the
+        store or the engine state the store holds."""
+        if self._store is None:
+            await anyio.to_thread.run_sync(self.open)
+        return self
 
     def start_model_load(self) -> None:
         """Open the store and load the transformer in a background thread, so initialize and tools/list answer
@@ -208,10 +213,13 @@ class MemoryService:
             if self._store is None:
                 return
             try:
-                if self.cognition.dirty:
-                    engine_state.save(self._store, self.cognition, self.workspace)
+                self.delta_sc.fits.close()  # no background refit may read the store once it closes
+                if self.cognition.dirty or self.workspace.dirty:
+                    try:
+                        engine_state.save(self._store, self.cognition, self.workspace)
+                    except Exception:  # the memories are safe; only the engine's latest state is lost
+                        _log.exception("saving the engine state on close failed")
                 self._writer.close()
-                self._indexer.close()
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 self._indexes.catch_up(self._store)
                 if self._indexes.applied_seq != self._saved_seq:
@@ -219,15 +227,24 @@ class MemoryService:
             finally:
                 self._store.close()
                 self._store = None
+                self.delta_sc = DeltaScComputer(self.constitution)  # fitted models belong to the store just closed
 
     async def save_engine(self, force: bool = True) -> None:
         """Write the engine state to the store: at most once per save interval during activity, or now."""
         now = time.monotonic()
         if not force and now - self._engine_saved_at < self._engine_save_interval:
             return
-        self.open()
+        await self.opened()
         self._engine_saved_at = now
         await self._writer.submit(engine_state.save, self._store, self.cognition, self.workspace)
+
+    async def _save_engine_after_commit(self) -> None:
+        """The periodic save that follows an acknowledged write: its failure must not turn the write's answer
+        into an error (the client would retry and store it twice); it is logged, and the next save retries."""
+        try:
+            await self.save_engine(force=False)
+        except Exception:
+            _log.exception("saving the engine state failed; the next operation or close retries")
 
     # -- use-cases -------------------------------------------------------------------------------------------
     async def store(self, new: NewMemory) -> Stored:
@@ -271,6 +288,7 @@ class MemoryService:
 
         searched, fingerprint = await anyio.to_thread.run_sync(run, limiter=self._cpu)
         self._compete(fingerprint, searched.retrieval)
+        await self._save_engine_after_commit()  # the competition's events, at most once per interval
         if searched.retrieval.found:
             # access counts are bookkeeping, not an acknowledgement: the search does not wait for the commit
             self._writer.submit_future(self._store.touch, [f.record.seq for f in searched.retrieval.found])
@@ -285,21 +303,10 @@ class MemoryService:
         """Each space's score of `docs` against `query`, as retrieval's stage 3 measures them."""
         return self._retriever(self._pipeline).space_scores(query, docs, "both")
 
-    async def embed_text(self, text: str, modality: str, session: str) -> Fingerprint:
-        """A fingerprint for text about to be stored by another use-case (a merge's combined content)."""
-        self.open()
-        pipeline = await self.pipeline()
-
-        def run() -> Fingerprint:
-            (fingerprint,) = pipeline.embed([self._draft(text, modality, session)])
-            return fingerprint
-
-        return await anyio.to_thread.run_sync(run, limiter=self._cpu)
-
     async def embed_texts(self, texts: list[str], modality: str,
                           session: str | None) -> tuple[list[Fingerprint], list[list]]:
-        """Fingerprints and E11 triples for texts that are not stored (compute_delta_sc's what-if versions), PII
-        redacted as on store so the comparison is like for like."""
+        """Fingerprints and E11 triples for texts about to be stored by another use-case (a merge's combined
+        content) or never stored (compute_delta_sc's what-if versions); PII redacted as on store."""
         self.open()
         pipeline = await self.pipeline()
         drafts = [self._draft(redact(text)[0], modality, session) for text in texts]
@@ -395,15 +402,16 @@ class MemoryService:
         # durable once this returns, with its edges and lineage in the same transaction
         record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal, triples)
         # nine HNSW inserts: milliseconds at scale, so off the event loop
+        # Nine HNSW inserts: milliseconds at scale, so off the event loop but before the answer. (Inserting after
+        # the answer, on a thread of its own, was measured at 100K: back-to-back stores then contend with it on
+        # two cores and store_memory's p95 doubled, 42 → 101 ms.) A failed insert is logged; the oplog catch-up
+        # before the next search indexes the memory.
+        await anyio.to_thread.run_sync(self._apply_index, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
-        # Index inserts (nine HNSW graphs: ~5 ms at 10K) run after the answer, on their own thread. Nothing can
-        # miss the memory meanwhile: every index search first catches up from the store's oplog, which indexes
-        # anything not yet applied (and `apply` then skips it).
-        self._indexer.submit_future(self._apply_index, record.seq, fingerprint)
         if utl is not None:
             self.cognition.record(utl.delta_s, utl.delta_c, memory_count=self._store.count())
             timings["_utl"] = utl
-            await self.save_engine(force=False)
+            await self._save_engine_after_commit()
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
         return Stored(record, list(record.redactions), timings), fingerprint

@@ -14,6 +14,7 @@ naming what is missing or mis-shaped.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ from contextgraph.fingerprint import SPACES, Fingerprint, Sparse
 from contextgraph.services.delta_sc import DeltaSc
 from contextgraph.utl.johari import classify
 
+_SPACE_KEY = re.compile(r"E?([0-9]{1,2})", re.ASCII | re.IGNORECASE)
+
 
 def parse_fingerprint(raw: Any, manifest: list[dict], field: str) -> Fingerprint:
     """A JSON fingerprint → Fingerprint, validated against the configured embedders; -32602 on any fault."""
@@ -33,10 +36,10 @@ def parse_fingerprint(raw: Any, manifest: list[dict], field: str) -> Fingerprint
         raise InvalidParams(f"{field} must be an object with one entry per space, E1..E13", field=field)
     by_space: dict[int, Any] = {}
     for key, value in raw.items():
-        name = str(key).upper().removeprefix("E")
-        if not name.isdigit() or not 1 <= int(name) <= len(SPACES):
+        match = _SPACE_KEY.fullmatch(str(key))
+        if match is None or not 1 <= int(match.group(1)) <= len(SPACES):
             raise InvalidParams(f"{field} has an unknown space {key!r}; keys are E1..E13", field=field)
-        by_space[int(name)] = value
+        by_space[int(match.group(1))] = value
     kinds = {int(e["space"]): e for e in manifest}
     missing = sorted(set(kinds) - set(by_space))
     if missing:
@@ -50,24 +53,30 @@ def parse_fingerprint(raw: Any, manifest: list[dict], field: str) -> Fingerprint
         check_fingerprint(fingerprint, manifest)
     except (InvalidFingerprint, DimensionMismatch) as exc:
         raise InvalidParams(f"{field}: {exc}", field=field, reason=type(exc).__name__) from None
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidParams(f"{field}: a vector could not be read ({exc}); dense = list of numbers, sparse = "
                             "{indices, values}, binary = list of bytes, multivector = list of vectors",
                             field=field) from None
     return fingerprint
 
 
+def _integers(value: Any, lo: int, hi: int, what: str) -> np.ndarray:
+    """Whole numbers in [lo, hi] (JSON has one number type: 1.7 is refused, not truncated to 1)."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.size and (not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)) or arr.min() < lo
+                     or arr.max() > hi):
+        raise ValueError(f"{what} must be whole numbers in {lo}..{hi}")
+    return arr
+
+
 def _vector(kind: str, value: Any) -> Any:
     if kind == "sparse":
         if not isinstance(value, dict):
             raise ValueError("a sparse space needs {indices, values}")
-        return Sparse(np.asarray(value.get("indices", []), dtype=np.int32),
-                      np.asarray(value.get("values", []), dtype=np.float32))
+        indices = _integers(value.get("indices", []), 0, 2**31 - 1, "sparse indices")
+        return Sparse(indices.astype(np.int32), np.asarray(value.get("values", []), dtype=np.float32))
     if kind == "binary":
-        arr = np.asarray(value, dtype=np.int64)
-        if arr.size and (arr.min() < 0 or arr.max() > 255):
-            raise ValueError("binary bytes must be in 0..255")
-        return arr.astype(np.uint8)
+        return _integers(value, 0, 255, "binary bytes").astype(np.uint8)
     return np.asarray(value, dtype=np.float32)
 
 
@@ -99,20 +108,24 @@ async def compute(memory: Any, cognition: Any, constitution: Any, vertex_id: str
     old = parse_fingerprint(old_fingerprint, manifest, "old_fingerprint") if old_fingerprint is not None else None
     to_embed = [text for text in (new_content if new is None else None, old_content if old is None else None) if text]
     embedded, triples = await memory.embed_texts(to_embed, record.modality, record.session) if to_embed else ([], [])
+    own_triples = memory.stored_triples(vertex_id)  # taken out of the TransE fit: the vertex is not its own context
     new_triples: list = []
     old_triples: list = []
     if new is None:
         new, new_triples = embedded.pop(0), triples.pop(0)
     if old is None:
         old, old_triples = ((embedded.pop(0), triples.pop(0)) if old_content
-                            else (store.fingerprints([record.seq])[0], memory.stored_triples(vertex_id)))
+                            else (store.fingerprints([record.seq])[0], own_triples))
+    if old is None:  # forgotten between the lookup and the read
+        raise NodeNotFound(f"Memory {vertex_id} was deleted while its update was being scored.",
+                           node_id=vertex_id)
     state = cognition.snapshot()
     edge_weights = [e.weight for e in memory.edges_of(vertex_id)]
 
     def run() -> tuple[DeltaSc, DeltaSc]:
         kw = dict(coherence_history=state["coherence_history"], phase_spread=state["phase_spread"],
                   emotional_weight=state["emotional_weight"], exclude=frozenset({record.seq}),
-                  edge_weights=edge_weights)
+                  edge_weights=edge_weights, own_triples=own_triples)
         embedders = pipeline.embedders
         return (memory.delta_sc.compute(store, memory.indexes, embedders, new, triples=new_triples, **kw),
                 memory.delta_sc.compute(store, memory.indexes, embedders, old, triples=old_triples, **kw))

@@ -45,11 +45,13 @@ class WorkspaceService:
         self._state = ws.Workspace()
         self._context: Any = None  # the fingerprint of the last operation: what candidates bind against
         self._reference: dict[int, Any] = {}
+        self._conflict: list[str] = []  # the memories competing above the threshold in the last competition
         self._candidates: list[ws.Candidate] = []
         self._events: deque[dict[str, Any]] = deque(maxlen=self._history)
         self.replay_queue: deque[dict[str, Any]] = deque(maxlen=self._history)
         self.counts = {"enter": 0, "exit": 0, "conflict": 0, "competitions": 0, "skipped": 0}
         self.dopamine_requested = 0.0
+        self.dirty = False  # events, counts or the replay queue changed since the last save
 
     # -- operations ----------------------------------------------------------------------------------------
     def observe(self, context: Any, found: Sequence[tuple[str, Sequence[float], float]],
@@ -68,10 +70,13 @@ class WorkspaceService:
                 self.counts["skipped"] += 1
                 return []
             self.counts["competitions"] += 1
+            self.dirty = True
             self._state, events = ws.step(self._state, candidates, self._clock(),
                                           enter_threshold=self.enter_threshold, exit_threshold=self.exit_threshold,
                                           broadcast_seconds=self.broadcast_seconds)
             recorded = self._record(events)
+            # conflicts are about this competition: an old one in the event history is no longer current
+            self._conflict = next((e["memories"] for e in recorded if e["kind"] == "conflict"), [])
             occupied = self._state.active is not None
         self._cognition.workspace_occupied(occupied)
         return recorded
@@ -84,8 +89,8 @@ class WorkspaceService:
         candidate = ws.Candidate(memory_id, 0.0 if r is None else r, importance, alignment, psi)
         reason = None
         if r is None:
-            reason = ("no context yet: no search or inject has run since the server started, so r_m cannot be "
-                      "measured")
+            reason = ("no context to measure r_m against: no search or inject with results has run since the "
+                      "server started")
         elif r < self.enter_threshold:
             reason = f"r_m = {r:.4f} is below the workspace threshold {self.enter_threshold}"
         elif not candidate.agrees:
@@ -122,6 +127,7 @@ class WorkspaceService:
                 item["suggested_action"] = "critique_context"
             self.counts[event.kind] += 1
             self._events.append(item)
+            self.dirty = True
             out.append(item)
         return out
 
@@ -143,7 +149,7 @@ class WorkspaceService:
             now = self._clock()
             state = self._state
             candidates = list(self._candidates)
-            last_conflict = next((e for e in reversed(self._events) if e["kind"] == "conflict"), None)
+            conflict = list(self._conflict)
             events = list(self._events)[-10:]
             replay = list(self.replay_queue)[-10:]
             counts = dict(self.counts)
@@ -162,7 +168,7 @@ class WorkspaceService:
                             "agrees": c.agrees, "eligible": c.r >= self.enter_threshold and c.agrees}
                            for c in candidates],
             "min_candidates": self.min_candidates,
-            "conflict_memories": [] if last_conflict is None else last_conflict["memories"],
+            "conflict_memories": conflict,
             "empty_for_seconds": None if empty_since is None else round(snap["now"] - empty_since, 3),
             "recent_events": events,
             "replay_queue": replay,
@@ -174,15 +180,19 @@ class WorkspaceService:
     # -- persistence (services.engine_store) ---------------------------------------------------------------
     def to_doc(self) -> dict[str, Any]:
         with self._lock:
+            self.dirty = False
             return {"replay_queue": list(self.replay_queue), "events": list(self._events),
                     "counts": dict(self.counts), "dopamine_requested": self.dopamine_requested}
 
     def load_doc(self, doc: dict[str, Any]) -> None:
-        with self._lock:
+        with self._lock:  # replace, never merge (a store reopened in one process)
+            self.replay_queue.clear()
             self.replay_queue.extend(doc.get("replay_queue", []))
+            self._events.clear()
             self._events.extend(doc.get("events", []))
             self.counts.update(doc.get("counts", {}))
             self.dopamine_requested = float(doc.get("dopamine_requested", 0.0))
+            self.dirty = False
 
 
 async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: str, importance: float,
@@ -209,6 +219,9 @@ async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: 
 
         def measure() -> list[float]:
             (fp,) = store.fingerprints([record.seq])
+            if fp is None:
+                raise NodeNotFound(f"Memory {memory_id} was deleted while it was being measured.",
+                                   node_id=memory_id)
             scores = memory.space_scores(context, [fp])
             return [rank_agreement(scores[s.id][0], reference[s.id]) for s in SPACES]
 

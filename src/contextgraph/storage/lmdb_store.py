@@ -544,6 +544,9 @@ class GraphTxn:
         self.txn.put(_key(op_seq), b"d" + k + mid, db=self.db["oplog"])
         return record, blob, edges
 
+    def put_triples(self, memory_id: str, triples: Sequence[Any]) -> None:
+        self.txn.put(memory_id.encode(), encode_triples(triples), db=self.db["triples"])
+
     def delete_triples(self, memory_id: str) -> None:
         self.txn.delete(memory_id.encode(), db=self.db["triples"])
 

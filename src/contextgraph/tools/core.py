@@ -111,7 +111,8 @@ class UtlStatusArgs(Args):
 
 
 async def utl_status(ctx: ToolContext, args: UtlStatusArgs) -> dict[str, Any]:
-    return utl_status_view(ctx.app.cognition, ctx.app.memory.record_store.count())
+    memory = await ctx.app.memory.opened()
+    return utl_status_view(ctx.app.cognition, memory.record_store.count())
 
 
 class MemeticArgs(Args):

@@ -28,6 +28,7 @@ class SyncArgs(Args):
 
 
 async def get_kuramoto_sync(ctx: ToolContext, args: SyncArgs) -> dict[str, Any]:
+    await ctx.app.memory.opened()  # the engine state is loaded with the store
     return kuramoto_sync(ctx.app.cognition.network)
 
 
@@ -38,6 +39,7 @@ class CouplingArgs(Args):
 
 
 async def adjust_coupling(ctx: ToolContext, args: CouplingArgs) -> dict[str, Any]:
+    await ctx.app.memory.opened()  # load the saved K first, or saving would write the change over nothing
     network = ctx.app.cognition.network
     old, new, predicted = network.set_coupling(args.new_K)
     await ctx.app.memory.save_engine()  # K survives a restart
@@ -52,6 +54,7 @@ class ConsciousnessArgs(Args):
 
 
 async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> dict[str, Any]:
+    await ctx.app.memory.opened()
     return consciousness_state(ctx.app.cognition, dict(_C["gwt"]["consciousness_states"]), ctx.app.workspace)
 
 
@@ -69,6 +72,7 @@ class WorkspaceArgs(Args):
 
 
 async def get_workspace_status(ctx: ToolContext, args: WorkspaceArgs) -> dict[str, Any]:
+    await ctx.app.memory.opened()
     return ctx.app.workspace.status()
 
 
@@ -77,6 +81,7 @@ class EgoArgs(Args):
 
 
 async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
+    await ctx.app.memory.opened()
     return ego_state(ctx.app.cognition)
 
 
@@ -90,8 +95,11 @@ class BroadcastArgs(Args):
 
 
 async def trigger_workspace_broadcast(ctx: ToolContext, args: BroadcastArgs) -> dict[str, Any]:
-    return await broadcast_memory(ctx.app.memory, ctx.app.workspace, args.memory_id, args.importance,
-                                  args.alignment, args.force)
+    result = await broadcast_memory(ctx.app.memory, ctx.app.workspace, args.memory_id, args.importance,
+                                    args.alignment, args.force)
+    if result["broadcast"]:
+        await ctx.app.memory.save_engine()  # the entry and its events survive a restart
+    return result
 
 
 class EpistemicArgs(Args):

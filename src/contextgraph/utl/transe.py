@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,28 +30,61 @@ class Translations:
     vectors: dict[str, np.ndarray]
     residual: dict[str, float]  # σ²_rel
     counts: dict[str, int]
+    # the sufficient statistics, so triples can be taken out exactly (`without`): Σ(t − h) and Σ‖t − h‖²
+    sums: dict[str, np.ndarray] = field(default_factory=dict)
+    squares: dict[str, float] = field(default_factory=dict)
+    min_examples: int = 2
+
+    def without(self, triples: Iterable[tuple[str, np.ndarray, np.ndarray]]) -> Translations:
+        """The translations fitted as if `triples` had not been stored (a vertex scored against the store
+        without itself): subtracted from the sums, no rescan."""
+        sums = {r: v.copy() for r, v in self.sums.items()}
+        squares = dict(self.squares)
+        counts = dict(self.counts)
+        for relation, h, t in triples:
+            if relation not in sums:
+                continue
+            d = _diff(h, t)
+            if d.shape != sums[relation].shape:
+                continue
+            sums[relation] -= d
+            squares[relation] -= float(d @ d)
+            counts[relation] -= 1
+        return _from_sums(sums, squares, counts, self.min_examples)
+
+
+def _diff(h: np.ndarray, t: np.ndarray) -> np.ndarray:
+    return np.nan_to_num(np.asarray(t, dtype=np.float64)) - np.nan_to_num(np.asarray(h, dtype=np.float64))
+
+
+def _from_sums(sums: dict[str, np.ndarray], squares: dict[str, float], counts: dict[str, int],
+               min_examples: int) -> Translations:
+    vectors, residual, kept_counts, kept_sums, kept_squares = {}, {}, {}, {}, {}
+    for relation, n in counts.items():
+        if n < max(min_examples, 2):
+            continue
+        r = sums[relation] / n
+        vectors[relation] = r
+        # mean ‖d − r‖² = mean ‖d‖² − ‖r‖² (r is the mean of the d)
+        residual[relation] = max(squares[relation] / n - float(r @ r), VARIANCE_FLOOR)
+        kept_counts[relation], kept_sums[relation], kept_squares[relation] = n, sums[relation], squares[relation]
+    return Translations(vectors, residual, kept_counts, kept_sums, kept_squares, min_examples)
 
 
 def fit_translations(triples: Iterable[tuple[str, np.ndarray, np.ndarray]], min_examples: int) -> Translations:
     """Closed-form TransE translations from (relation, h, t) with fixed entity vectors; relations with fewer
     than `min_examples` triples are left out (one example fits itself perfectly and predicts nothing)."""
-    by_relation: dict[str, list[np.ndarray]] = defaultdict(list)
-    heads: dict[str, list[np.ndarray]] = defaultdict(list)
+    sums: dict[str, np.ndarray] = {}
+    squares: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
     for relation, h, t in triples:
-        h = np.nan_to_num(np.asarray(h, dtype=np.float64))
-        t = np.nan_to_num(np.asarray(t, dtype=np.float64))
-        by_relation[relation].append(t - h)
-        heads[relation].append(h)
-    vectors, residual, counts = {}, {}, {}
-    for relation, diffs in by_relation.items():
-        if len(diffs) < max(min_examples, 2):
-            continue
-        d = np.stack(diffs)
-        r = d.mean(axis=0)
-        vectors[relation] = r
-        residual[relation] = max(float(np.mean(np.sum((d - r) ** 2, axis=1))), VARIANCE_FLOOR)
-        counts[relation] = len(diffs)
-    return Translations(vectors, residual, counts)
+        d = _diff(h, t)
+        if relation in sums and sums[relation].shape != d.shape:
+            continue  # a vector of another model's dimension: not comparable
+        sums[relation] = sums[relation] + d if relation in sums else d.copy()
+        squares[relation] += float(d @ d)
+        counts[relation] += 1
+    return _from_sums(sums, dict(squares), dict(counts), min_examples)
 
 
 def residual_sq(h: np.ndarray, r: np.ndarray, t: np.ndarray) -> float:
