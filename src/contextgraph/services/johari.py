@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 
-from contextgraph.errors import NodeNotFound
 from contextgraph.fingerprint import SPACES
 from contextgraph.services.delta_sc import DeltaSc
 
@@ -49,12 +48,8 @@ def insights(quadrants: list[str]) -> list[str]:
 
 
 async def classify_memory(memory: Any, cognition: Any, constitution: Any, memory_id: str) -> dict[str, Any]:
-    memory.open()
+    record = memory.live_record(memory_id)
     store = memory.record_store
-    record = store.get(memory_id)
-    if record is None:
-        raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
-                           node_id=memory_id)
     pipeline = await memory.pipeline()
     utl = constitution["utl"]
     threshold = float(utl["johari_threshold"])

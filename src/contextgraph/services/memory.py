@@ -11,14 +11,14 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 
-from contextgraph.errors import EmbeddingError, InvalidParams, NodeNotFound
+from contextgraph.errors import EmbeddingError, NodeNotFound
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
@@ -311,6 +311,15 @@ class MemoryService:
         pipeline = await self.pipeline()
         drafts = [self._draft(redact(text)[0], modality, session) for text in texts]
         return await anyio.to_thread.run_sync(lambda: pipeline.embed_with_triples(drafts), limiter=self._cpu)
+
+    def live_record(self, memory_id: str) -> MemoryRecord:
+        """The live memory with this id, or NodeNotFound (-32012) with the hint every tool gives."""
+        self.open()
+        record = self._store.get(memory_id)
+        if record is None:
+            raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
+                               node_id=memory_id)
+        return record
 
     def stored_triples(self, memory_id: str) -> list[Any]:
         self.open()

@@ -13,7 +13,7 @@ Every stage is timed, and each candidate's rank in every space is kept for diagn
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,13 +91,7 @@ class Retriever:
     ) -> Retrieval:
         s = self.settings
         timings: dict[str, float] = {}
-        clock = time.perf_counter()
-
-        def lap(stage: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[stage] = round((now - clock) * 1000, 3)
-            clock = now
+        lap = _stage_timer(timings)
 
         # S1 + S2: candidate generation.
         candidates: dict[int, None] = {}
@@ -135,13 +129,7 @@ class Retriever:
         already gathered from every space's index, so it neither searches nor reads them twice."""
         s = self.settings
         timings = {} if timings is None else timings
-        clock = time.perf_counter()
-
-        def lap(stage: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[stage] = round((now - clock) * 1000, 3)
-            clock = now
+        lap = _stage_timer(timings)
 
         # S3: every space scores every candidate in its own measure; RRF over the ranks.
         keep = [i for i, fp in enumerate(fingerprints) if fp is not None]  # deleted since the index saw them
@@ -206,6 +194,19 @@ class Retriever:
             else:
                 scores[space.id] = np.asarray(embedder.similarity(query[space.id], column), dtype=np.float64)
         return scores
+
+
+def _stage_timer(timings: dict[str, float]) -> Callable[[str], None]:
+    """lap(stage) records the milliseconds since the previous lap (or the timer's creation) under `stage`."""
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[stage] = round((now - clock) * 1000, 3)
+        clock = now
+
+    return lap
 
 
 _STAGE4_INACTIVE = "inactive: no north star yet (auto_bootstrap_north_star arrives with the autonomous tools)"

@@ -96,12 +96,8 @@ async def compute(memory: Any, cognition: Any, constitution: Any, vertex_id: str
                   new_fingerprint: Any = None, new_content: str | None = None, old_fingerprint: Any = None,
                   old_content: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
-    memory.open()
+    record = memory.live_record(vertex_id)  # compute_delta_sc scores an update of a stored memory
     store = memory.record_store
-    record = store.get(vertex_id)
-    if record is None:
-        raise NodeNotFound(f"No live memory has id {vertex_id}; compute_delta_sc scores an update of a stored "
-                           "memory. search_graph finds memories by content.", node_id=vertex_id)
     pipeline = await memory.pipeline()
     manifest = pipeline.manifest()
     new = parse_fingerprint(new_fingerprint, manifest, "new_fingerprint") if new_fingerprint is not None else None

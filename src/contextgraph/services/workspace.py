@@ -205,12 +205,8 @@ async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: 
     from contextgraph.fingerprint import SPACES
     from contextgraph.gwt.binding import binding, rank_agreement
 
-    memory.open()
+    record = memory.live_record(memory_id)
     store = memory.record_store
-    record = store.get(memory_id)
-    if record is None:
-        raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
-                           node_id=memory_id)
     context, reference = workspace.context
     r, psi = None, 0.0
     agreements: list[float] = []
