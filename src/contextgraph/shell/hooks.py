@@ -4,9 +4,9 @@
 The hooks (Claude Code settings format: event → [{matcher, hooks: [{type: command, command, timeout}]}]):
 
 * **SessionStart** → `contextgraph call search_graph --hook`: searches the memory for the project (the
-  directory's name) and hands Claude the best matches and the cognitive pulse as additional context.
-  (The seeds' `get_memetic_status` does not exist yet; search_graph, whose payload carries the pulse, is what
-  gives status and relevant context today.)
+  directory's name) and hands Claude the best matches and the cognitive pulse as additional context; and
+  `contextgraph call get_memetic_status --hook` (the seeds' session-start call): the memory's size and phase,
+  the UTL state with its suggested action, and the curation tasks waiting (duplicates, orphans, conflicts).
 * **PostToolUse** on `Edit|Write|MultiEdit` → `contextgraph call inject_context --hook`: stores what changed
   (file and new text, truncated) with a rationale, and hands Claude the related memories, if any.
 * **SessionEnd** is not emitted: consolidation (`trigger_consolidation`) does not exist yet, and nothing that
@@ -54,7 +54,7 @@ def hook_config(script: Path, home: Path | None = None) -> dict[str, Any]:
                 "timeout": timeout}
 
     return {"hooks": {
-        "SessionStart": [{"hooks": [command("search_graph")]}],
+        "SessionStart": [{"hooks": [command("search_graph"), command("get_memetic_status")]}],
         "PostToolUse": [{"matcher": EDIT_MATCHER, "hooks": [command("inject_context")]}],
     }}
 
@@ -159,6 +159,8 @@ def hook_output(tool: str, event: dict[str, Any], payload: dict[str, Any]) -> di
         text = _search_context(project_name(event), payload)
     elif tool == "inject_context":
         text = _related_context(payload)
+    elif tool == "get_memetic_status":
+        text = _status_context(payload)
     else:
         text = f"ContextGraph {tool}: " + json.dumps(payload, ensure_ascii=False)
     if not text or name not in ("SessionStart", "PostToolUse", "UserPromptSubmit"):
@@ -188,6 +190,16 @@ def _search_context(project: str, payload: dict[str, Any]) -> str:
             f"ContextGraph memory: nothing stored yet relates to '{project}'. store_memory keeps decisions and "
             f"facts worth remembering; search_graph finds them later.")
     return "\n".join([head, *(_line(r) for r in results), _pulse_line(payload)]).strip()
+
+
+def _status_context(payload: dict[str, Any]) -> str:
+    utl = payload.get("utl") or {}
+    tasks = payload.get("curation_tasks") or {}
+    lines = [f"ContextGraph status: {payload.get('fingerprintCount', 0)} memories ({payload.get('phase')} phase); "
+             f"entropy {utl.get('entropy')}, coherence {utl.get('coherence')}, Johari {utl.get('johariQuadrant')}; "
+             f"suggested action: {utl.get('suggestedAction')}."]
+    lines += [f"Curation waiting: {task}." for task in tasks.get("suggested") or []]
+    return "\n".join(lines)
 
 
 def _related_context(payload: dict[str, Any]) -> str:

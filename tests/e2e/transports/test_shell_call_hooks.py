@@ -93,6 +93,7 @@ def test_hooks_prints_a_claude_code_configuration(capsys):
     assert post["hooks"][0]["type"] == "command" and command.endswith(" call inject_context --hook")
     assert Path(command.split(" ")[0]).is_absolute()
     assert config["SessionStart"][0]["hooks"][0]["command"].endswith(" call search_graph --hook")
+    assert config["SessionStart"][0]["hooks"][1]["command"].endswith(" call get_memetic_status --hook")
 
 
 def test_hooks_install_merges_and_is_idempotent(tmp_path, capsys):
@@ -147,6 +148,10 @@ def test_hook_mode_stores_edits_and_gives_context(tmp_path, model_cache, monkeyp
     assert code == 0 and context["hookEventName"] == "SessionStart"
     assert "payments-service" in context["additionalContext"] and "retries = 5" in context["additionalContext"]
     assert "Cognitive pulse" in context["additionalContext"]
+    code, output = hook("get_memetic_status", start)
+    status = output["hookSpecificOutput"]["additionalContext"]
+    assert code == 0 and status.startswith("ContextGraph status: 2 memories (infancy phase)")
+    assert "suggested action:" in status
     monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
     assert cli.main(["call", "search_graph", "--hook"]) == 1  # never 2 in hook mode
     assert cli.main(["call", "search_graph", "{bad", "--hook"]) == 1
