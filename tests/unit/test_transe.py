@@ -103,3 +103,43 @@ def test_without_equals_a_refit_without_those_triples():
         assert got.counts[relation] == expected.counts[relation]
     # taking a relation below min_examples drops it, as a refit would
     assert "is_a" not in model.without([data[12], data[13]]).vectors
+
+
+class _FakeStore:
+    """What TranslationFits reads from a store: counters and the live triples."""
+
+    def __init__(self, triples, count):
+        self.triples, self.memories, self.seq = triples, count, count
+
+    def triple_count(self):
+        return len(self.triples)
+
+    def last_seq(self):
+        return self.seq
+
+    def count(self):
+        return self.memories
+
+    def live_triples(self):
+        return [("id", "h", r, "t", h, t) for r, h, t in self.triples]
+
+
+def test_large_tables_refit_in_the_background_and_deletions_refit():
+    from contextgraph.services.delta_sc import TranslationFits
+
+    rng = np.random.default_rng(9)
+    n = TranslationFits.SYNC_BELOW
+    store = _FakeStore(_triples(rng, "uses", n, np.zeros(16), 0.1), n)
+    fits = TranslationFits(min_examples=3, refit_growth=0.1)
+    assert fits.get(store).counts["uses"] == n  # the first fit is made in the caller
+    store.triples += _triples(rng, "uses", n // 5, np.zeros(16), 0.1)
+    stale = fits.get(store)  # grown by a fifth: a refit starts in the background, the old model serves
+    fits.wait()
+    assert stale.counts["uses"] == n and fits.get(store).counts["uses"] == n + n // 5
+    store.triples, store.memories, store.seq = store.triples[:-1], store.memories - 1, store.seq + 1  # a forget
+    fits.get(store)
+    fits.wait()
+    assert fits.get(store).counts["uses"] == n + n // 5 - 1
+    fits.close()
+    store.triples = store.triples[:-10]
+    assert fits.get(store).counts["uses"] == n + n // 5 - 1  # closed: no refit reads the store any more

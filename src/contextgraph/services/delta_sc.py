@@ -159,27 +159,64 @@ class GaussianFits:
 
 class TranslationFits:
     """The closed-form TransE translations of the stored triples (utl.transe), refitted from a scan of the
-    triples table once the number of memories with triples has grown by `refit_growth` (at least one), so a
-    large store pays the scan once per tenth of growth, not per store (one lock)."""
+    triples table once the number of memories with triples has grown by `refit_growth` (at least one), or after
+    any deletion (a deleted memory's triples must stop counting). As with the Gaussian fits, the first fit is
+    made in the caller and later ones in the background, the previous model serving meanwhile: the scan reads
+    every stored triple (tens of milliseconds at 10K memories, more at 100K). While fewer than SYNC_BELOW
+    memories have triples the scan takes a few milliseconds, and refits stay in the caller: the model is then
+    always current."""
+
+    SYNC_BELOW = 500
 
     def __init__(self, min_examples: int, refit_growth: float) -> None:
         self.min_examples = min_examples
         self.refit_growth = refit_growth
         self._lock = threading.Lock()
         self._fit: tuple[transe.Translations, int, int] | None = None
+        self._refitting = False
+        self._closed = False
 
     def get(self, store: Any) -> transe.Translations:
         count = store.triple_count()
         # seqs consumed minus live memories grows with every forget, merge or hard delete (restores and puts
-        # leave it alone): any deletion refits, since a deleted memory's triples must stop counting
+        # leave it alone)
         deletions = store.last_seq() - store.count()
         with self._lock:
-            stale = (self._fit is None or deletions != self._fit[2]
-                     or abs(count - self._fit[1]) >= max(1.0, self._fit[1] * self.refit_growth))
-            if stale:
-                live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
-                self._fit = (transe.fit_translations(live, self.min_examples), count, deletions)
-            return self._fit[0]
+            fit = self._fit
+            stale = fit is None or deletions != fit[2] or abs(count - fit[1]) >= max(1.0, fit[1] * self.refit_growth)
+            if fit is not None and (not stale or self._refitting or self._closed):
+                return fit[0]
+            if fit is not None and count >= self.SYNC_BELOW:
+                self._refitting = True
+                threading.Thread(target=self._refit, args=(store, count, deletions), daemon=True,
+                                 name="contextgraph-fit-E11").start()
+                return fit[0]
+        return self._refit(store, count, deletions)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.wait()
+
+    def wait(self) -> None:
+        """Until no background refit runs."""
+        while True:
+            with self._lock:
+                if not self._refitting:
+                    return
+            time.sleep(0.01)
+
+    def _refit(self, store: Any, count: int, deletions: int) -> transe.Translations:
+        try:
+            live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
+            model = transe.fit_translations(live, self.min_examples)
+        except Exception:  # a store closed under a background refit: keep the previous model
+            model = None
+        with self._lock:
+            self._refitting = False
+            if model is not None:
+                self._fit = (model, count, deletions)
+            return self._fit[0] if self._fit else transe.fit_translations([], self.min_examples)
 
 
 def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -208,6 +245,11 @@ class DeltaScComputer:
         self.fits = GaussianFits(int(g["min_samples"]), int(g["max_samples"]), int(g["components"]),
                                  float(g["refit_growth"]))
         self.translations = TranslationFits(int(utl["transe_min_examples"]), float(g["refit_growth"]))
+
+    def close(self) -> None:
+        """Stop background refits and wait for the running ones (the store is about to close)."""
+        self.fits.close()
+        self.translations.close()
 
     def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], phase_spread: float = 0.0, emotional_weight: float = 1.0,

@@ -213,7 +213,7 @@ class MemoryService:
             if self._store is None:
                 return
             try:
-                self.delta_sc.fits.close()  # no background refit may read the store once it closes
+                self.delta_sc.close()  # no background refit may read the store once it closes
                 if self.cognition.dirty or self.workspace.dirty:
                     try:
                         engine_state.save(self._store, self.cognition, self.workspace)
