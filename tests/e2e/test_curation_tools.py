@@ -99,6 +99,25 @@ async def test_hard_delete_rules_and_expired_window(client, app):
     assert (await call(client, "get_node_lineage", {"node_id": b}))["status"] == "deleted"
 
 
+async def test_tombstones_are_purged_once_their_window_has_passed(client, app):
+    """Forgetting is undoable for 30 days, then final: the exact record and fingerprint kept for the undo go."""
+    a = await store(client, DEPLOY)
+    b = await store(client, OTHER)
+    out = await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
+    store_ = app.memory.record_store
+    assert store_.graph_read(lambda g: g.get_tombstone(a)) is not None
+    real = app.clock.fn
+    app.clock.fn = lambda: real() + 31 * 86400
+    try:
+        await call(client, "annotate_node", {"node_id": b, "annotations": {"tags": ["later"]}})  # any curation
+        assert store_.graph_read(lambda g: g.get_tombstone(a)) is None  # record, fingerprint and edges gone
+        late = await error(client, "restore_from_hash", {"reversal_hash": out["reversal_hash"]})
+        assert late.code == -32011 and late.data["deleted_at"] == out["deleted_at"]  # still says why
+    finally:
+        app.clock.fn = real
+    assert (await call(client, "get_node_lineage", {"node_id": a}))["events"]  # the history (no content) stays
+
+
 async def test_annotate_and_boost(client, app):
     a = await store(client, DEPLOY)
     b = await store(client, DEPLOY2)
@@ -255,3 +274,21 @@ async def test_entailment_query(client):
     missing = await error(client, "entailment_query", {"node_id": "0" * 32})
     assert missing.code == -32012
     assert (await error(client, "entailment_query", {"node_id": ids["dog"], "direction": "up"})).code == -32602
+
+
+async def test_a_store_opened_after_the_window_purges_what_expired(client, app, settings):
+    """A server that never curates again still lets go: opening the store purges expired tombstones."""
+    from contextgraph.app import build_app
+
+    a = await store(client, DEPLOY)
+    await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
+    st = app.memory.record_store
+    doc, blob = st.graph_read(lambda g: g.get_tombstone(a))
+    st.graph_write(lambda g: g.put_tombstone(a, {**doc, "deleted_at": doc["deleted_at"] - 31 * 86400}, blob))
+    app.memory.close()
+    again = build_app(settings)
+    try:
+        again.memory.open()
+        assert again.memory.record_store.graph_read(lambda g: g.get_tombstone(a)) is None
+    finally:
+        again.memory.close()

@@ -28,6 +28,7 @@ from contextgraph.errors import (
 )
 from contextgraph.graph.kernels import neighbour_entropy, reversal_hash
 from contextgraph.log import get_logger
+from contextgraph.services.tombstones import purge_expired
 from contextgraph.storage.base import Edge, MemoryRecord
 from contextgraph.storage.codec import decode_record, encode_fingerprint, encode_record
 
@@ -79,7 +80,13 @@ class CurationService:
     async def _write(self, fn: Any) -> Any:
         memory = self.memory
         memory.open()
-        result = await memory.writer.submit(memory.record_store.graph_write, fn)
+        now = self.clock.now()
+
+        def purge_then(g: Any) -> Any:
+            purge_expired(g, now, self.window_s)  # what has outlived its recovery window goes first
+            return fn(g)
+
+        result = await memory.writer.submit(memory.record_store.graph_write, purge_then)
         # bring this process's indexes up to date now (deletes leave every space, restores come back)
         await anyio.to_thread.run_sync(memory.indexes.catch_up, memory.record_store)
         return result

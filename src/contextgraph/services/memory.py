@@ -25,6 +25,7 @@ from contextgraph.security.pii import redact
 from contextgraph.services import engine_state
 from contextgraph.services.delta_sc import DeltaSc, DeltaScComputer, utl_payload
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
+from contextgraph.services.tombstones import expired_ids, purge_expired
 from contextgraph.storage.base import MemoryRecord
 from contextgraph.storage.maintenance import INDEX_DIR
 
@@ -164,6 +165,10 @@ class MemoryService:
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
             engine_state.load(store, self.cognition, self.workspace)
+            window, now = float(self.constitution["curation"]["recovery_window_days"]) * 86400.0, time.time()
+            if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
+                purged = store.graph_write(lambda g: purge_expired(g, now, window))
+                _log.info("expired tombstones purged", count=len(purged))
 
     async def opened(self) -> MemoryService:
         """open() off the event loop (loading large indexes takes seconds), for handlers that only need the
