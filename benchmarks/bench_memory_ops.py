@@ -404,7 +404,7 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
         t2 = perf()
         store.fingerprints(seqs[:50], spaces=[12])
         t3 = perf()
-        retriever._space_scores(fp, [f for f in full if f is not None], d)
+        retriever.space_scores(fp, [f for f in full if f is not None], d)
         t4 = perf()
         for key, a, b in (("fingerprints_all_13", t0, t1), ("fingerprints_without_e12", t1, t2),
                           ("e12_of_50_candidates", t2, t3), ("score_13_spaces", t3, t4)):

@@ -17,7 +17,7 @@ Systems, each asked for its top 10:
 Metrics: recall@10 and MRR@10, and "pool recall" (the relevant document is among the Retriever's S1+S2
 candidates: the ceiling for fusion and rerank).
 
-Ablations replay stages 3-5 over cached candidates and per-space scores (the Retriever's own `_space_scores`),
+Ablations replay stages 3-5 over cached candidates and per-space scores (the Retriever's own `space_scores`),
 so that hundreds of settings cost seconds; the replay is checked against `Retriever.run` on every query
 (agreement reported). Leave-one-space-out (each space's RRF weight 0), each space alone, the rerank weight, one
 change at a time, and a grid over interpretable knobs (temporal spaces, E8+E10, E12 in the fusion, E1 weight,
@@ -172,8 +172,10 @@ def build_pool(retriever: Retriever, query: dict, direction: str, sparse_k: int,
     """Stages 1-3 of Retriever.run up to the per-space scores, as it does them (no exclude, no modality)."""
     candidates: dict[int, None] = {}
     sources: dict[str, set[int]] = {}
+    max_df = retriever.settings.sparse_max_df  # stage 1's common-term shortcut, as Retriever.run applies it
     for label, space, k in (("E13", SPLADE, sparse_k), ("E6", SPARSE, sparse_k), ("E1", SEMANTIC, dense_k)):
-        hits = [seq for seq, _ in retriever.indexes.search(space, query[space], k)]
+        hits = [seq for seq, _ in (retriever.indexes.search(space, query[space], k, max_df) if space != SEMANTIC
+                                   else retriever.indexes.search(space, query[space], k))]
         sources[label] = set(hits)
         for seq in hits:
             candidates.setdefault(seq)
@@ -182,7 +184,7 @@ def build_pool(retriever: Retriever, query: dict, direction: str, sparse_k: int,
     keep = [i for i, fp in enumerate(fps) if fp is not None]
     seqs = [seqs[i] for i in keep]
     fps = [fps[i] for i in keep]
-    scores = retriever._space_scores(query, fps, direction) if seqs else {}
+    scores = retriever.space_scores(query, fps, direction) if seqs else {}
     return Pool(np.array(seqs, dtype=np.int64), scores, {s: ranks(v) for s, v in scores.items()}, sources)
 
 
@@ -202,7 +204,7 @@ def bm25_pool(retriever: Retriever, query: dict, direction: str, sparse_k: int, 
             candidates.setdefault(seq)
     seqs = list(candidates)
     fps = retriever.store.fingerprints(seqs)
-    scores = retriever._space_scores(query, fps, direction)
+    scores = retriever.space_scores(query, fps, direction)
     scores[SPARSE] = bm25_scores[np.array(seqs) - first_seq]
     return Pool(np.array(seqs, dtype=np.int64), scores, {s: ranks(v) for s, v in scores.items()}, sources)
 

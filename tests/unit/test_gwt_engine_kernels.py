@@ -425,3 +425,17 @@ def test_a_unanimous_no_binds_but_does_not_agree():
     state, events = gw.step(Workspace(), [last], 0.0, enter_threshold=0.8, exit_threshold=0.7,
                             broadcast_seconds=0.1)
     assert state.active is None and events == []
+
+
+def test_the_retrievers_vectorised_standings_equal_rank_agreement():
+    from contextgraph.fingerprint import SPACES
+    from contextgraph.services.search import Retriever
+
+    rng = np.random.default_rng(21)
+    scores = {s.id: np.round(rng.random(40), 1) for s in SPACES}  # rounded: plenty of ties
+    scores[3][5] = np.nan
+    chosen = [0, 5, 17, 39]
+    got = Retriever._agreements(scores, chosen)
+    for row, i in enumerate(chosen):
+        for column, s in enumerate(SPACES):
+            assert got[row, column] == pytest.approx(binding.rank_agreement(scores[s.id][i], scores[s.id]))

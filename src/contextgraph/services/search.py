@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint
-from contextgraph.gwt.binding import rank_agreement
 from contextgraph.retrieval.fusion import ranks, rrf
 from contextgraph.storage.base import MemoryRecord
 
@@ -35,6 +34,7 @@ class RetrievalSettings:
     rerank_head: int
     rerank_weight: float
     space_weights: Mapping[int, float]
+    sparse_max_df: float = 1.0
 
     @classmethod
     def from_constitution(cls, c: Any) -> RetrievalSettings:
@@ -46,6 +46,7 @@ class RetrievalSettings:
             rerank_head=int(r["rerank_head"]),
             rerank_weight=float(r["rerank_weight"]),
             space_weights={int(k): float(v) for k, v in r["space_weights"].items()},
+            sparse_max_df=float(r["sparse_max_df"]),
         )
 
 
@@ -96,7 +97,7 @@ class Retriever:
         # S1 + S2: candidate generation.
         candidates: dict[int, None] = {}
         for space in (SPLADE, SPARSE):
-            for seq, _ in self.indexes.search(space, query[space], s.sparse_candidates):
+            for seq, _ in self.indexes.search(space, query[space], s.sparse_candidates, s.sparse_max_df):
                 candidates.setdefault(seq)
         lap("s1_sparse_prefilter")
         for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], s.dense_candidates):
@@ -163,7 +164,8 @@ class Retriever:
         found: list[Found] = []
         chosen = [i for i in reranked.tolist() if scores[SEMANTIC][i] >= min_similarity][:top_k]
         records = self.store.get_by_seq([seqs[i] for i in chosen])
-        for i, record in zip(chosen, records):
+        agreements = self._agreements(scores, chosen)
+        for row, (i, record) in enumerate(zip(chosen, records)):
             if record is None:
                 continue
             found.append(Found(
@@ -171,15 +173,24 @@ class Retriever:
                 score=round(float(final_by_index[i]), 6),
                 similarity=round(float(scores[SEMANTIC][i]), 6),
                 space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
-                agreements=self._agreements(scores, i),
+                agreements=tuple(agreements[row].tolist()),
             ))
         lap("fetch_records")
         return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE, scores)
 
     @staticmethod
-    def _agreements(scores: dict[int, np.ndarray], i: int) -> tuple[float, ...]:
-        """Each space's standing of candidate i among all candidates, in [0, 1] (gwt.binding.rank_agreement)."""
-        return tuple(rank_agreement(scores[space.id][i], scores[space.id]) for space in SPACES)
+    def _agreements(scores: dict[int, np.ndarray], chosen: list[int]) -> np.ndarray:
+        """[len(chosen), 13]: each chosen candidate's standing among all candidates in every space, in [0, 1]
+        (gwt.binding.rank_agreement, vectorised: a sorted copy of each space's scores and one search)."""
+        out = np.ones((len(chosen), len(SPACES)))
+        for column, space in enumerate(SPACES):
+            ref = np.nan_to_num(np.asarray(scores[space.id], dtype=np.float64), nan=-np.inf)
+            if ref.size <= 1 or not chosen:
+                continue
+            mine = ref[chosen]
+            below = np.searchsorted(np.sort(ref), mine, side="left")  # how many candidates score strictly less
+            out[:, column] = np.minimum(1.0, below / (ref.size - 1))
+        return out
 
     def space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
         scores: dict[int, np.ndarray] = {}

@@ -75,16 +75,19 @@ class IndexSet:
 
     # --- queries -----------------------------------------------------------------------------------------------
 
-    def search(self, space: int, query: Vector, k: int) -> list[tuple[int, float]]:
+    def search(self, space: int, query: Vector, k: int, max_df: float = 1.0) -> list[tuple[int, float]]:
         """(seq, score) best first; score is the space's similarity (cosine, dot, idf-weighted sparse dot,
-        1 − normalised Hamming). An index with nothing in it yet answers []."""
+        1 − normalised Hamming). An index with nothing in it yet answers []. `max_df` (sparse spaces only):
+        see SparseIndex.search."""
         if space not in INDEXED_SPACES:
             raise ValueError(f"E{space} has no index (E12 is scored per candidate from the store)")
         if self.store is not None:
             self.catch_up()
         with self._lock.read():
             index = self._indexes.get(space)
-            return [] if index is None else index.search(query, k)
+            if index is None:
+                return []
+            return index.search(query, k, max_df) if isinstance(index, SparseIndex) else index.search(query, k)
 
     def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse]) -> np.ndarray:
         """float64 [len(docs)] scores of given documents, with the idf of this space's index."""

@@ -150,13 +150,22 @@ class SparseIndex:
         df = np.array([self._df(t) for t in np.asarray(terms).tolist()], dtype=np.float64)
         return np.log1p((len(self._slot_of) - df + 0.5) / (df + 0.5))
 
-    def search(self, query: Sparse, k: int) -> list[tuple[int, float]]:
-        """The k best documents as (seq, score), best first, ties by seq; only documents sharing a term."""
+    def search(self, query: Sparse, k: int, max_df: float = 1.0) -> list[tuple[int, float]]:
+        """The k best documents as (seq, score), best first, ties by seq; only documents sharing a term.
+        `max_df` < 1 skips query terms found in more than that fraction of the documents (a candidate
+        pre-filter's shortcut: their postings are the longest and their idf the smallest) unless that would
+        skip them all."""
         if k <= 0 or not self._slot_of:
             return []
         scores = np.zeros(self._slots)
-        idf = self.idf(query.indices)
-        for t, q, w_idf in zip(query.indices.tolist(), query.values.tolist(), idf.tolist()):
+        terms, values = query.indices, query.values
+        idf = self.idf(terms)
+        if max_df < 1.0 and len(terms):
+            df = np.array([self._df(t) for t in terms.tolist()], dtype=np.float64)
+            keep = df <= max_df * len(self._slot_of)
+            if keep.any():
+                terms, values, idf = terms[keep], values[keep], idf[keep]
+        for t, q, w_idf in zip(terms.tolist(), values.tolist(), idf.tolist()):
             used = self._used[t] if 0 <= t < len(self._used) else 0
             if used:
                 # a document occurs once per term, so a fancy-index add is exact (no np.add.at needed); per term
