@@ -20,10 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+import anyio
 import numpy as np
 
+from contextgraph.errors import NodeNotFound
+from contextgraph.fingerprint import SPACES
 from contextgraph.gwt import workspace as ws
-from contextgraph.gwt.binding import binding_batch
+from contextgraph.gwt.binding import binding, binding_batch, rank_agreement
 
 NO_NORTH_STAR_ALIGNMENT = 1.0  # no north star yet: alignment cannot rank, so it is neutral for every memory
 
@@ -199,12 +202,6 @@ async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: 
                            alignment: float, force: bool) -> dict[str, Any]:
     """trigger_workspace_broadcast: r_m of a stored memory against the current context — its standing in each
     space among the last operation's candidates (gwt.binding.rank_agreement) — then the broadcast."""
-    import anyio
-
-    from contextgraph.errors import NodeNotFound
-    from contextgraph.fingerprint import SPACES
-    from contextgraph.gwt.binding import binding, rank_agreement
-
     record = memory.live_record(memory_id)
     store = memory.record_store
     context, reference = workspace.context
