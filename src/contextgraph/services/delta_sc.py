@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,63 +88,81 @@ class DeltaSc:
                  "neighbours": s.neighbours} for s in self.spaces]
 
 
+class RefitCache:
+    """Fitted models by key, each with the store state (`stamp`) it was fitted on. A current model is returned
+    as it is; a stale one keeps serving while a background thread refits it (or the caller refits, when
+    `background` is false: a refit cheap enough to wait for); a missing one is fitted in the caller, which has
+    nothing to fall back on. close() starts no more refits and waits for the running ones, since the store they
+    read is about to close. A failed fit keeps the previous model (a store closed under a background refit)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._cond = threading.Condition()
+        self._models: dict[Any, tuple[Any, Any]] = {}
+        self._running: set[Any] = set()
+        self._closed = False
+
+    def get(self, key: Any, stamp: Any, stale: Callable[[Any], bool], fit: Callable[[], Any],
+            background: bool = True) -> Any:
+        with self._cond:
+            entry = self._models.get(key)
+            if entry is not None and (not stale(entry[1]) or key in self._running or self._closed):
+                return entry[0]
+            if entry is not None and background:
+                self._running.add(key)
+                threading.Thread(target=self._refit, args=(key, stamp, fit), daemon=True,
+                                 name=f"contextgraph-fit-{self._name}-{key}").start()
+                return entry[0]
+        return self._refit(key, stamp, fit)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+        self.wait()
+
+    def wait(self) -> None:
+        """Until no background refit runs."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._running)
+
+    def _refit(self, key: Any, stamp: Any, fit: Callable[[], Any]) -> Any:
+        try:
+            model = fit()
+        except Exception:
+            model = None
+        with self._cond:
+            self._running.discard(key)
+            if model is not None:
+                self._models[key] = (model, stamp)
+            self._cond.notify_all()
+            entry = self._models.get(key)
+            return None if entry is None else entry[0]
+
+
 class GaussianFits:
-    """Cached Gaussian fits of stored vectors per space, refitted as the store grows. The first fit of a process
-    is made in the caller (nothing to fall back on); later refits run in a background thread while the caller
-    keeps using the previous fit, so no store or search waits for one (a refit at 1K memories costs ~0.1 s)."""
+    """Gaussian fits of stored vectors per space (RefitCache), refitted once the store has grown by a tenth
+    (and by at least 10 memories); a refit at 1K memories costs ~0.1 s, so it runs in the background."""
 
     def __init__(self, min_samples: int, max_samples: int, components: int, refit_growth: float) -> None:
         self.min_samples = min_samples
         self.max_samples = max_samples
         self.components = components
         self.refit_growth = refit_growth
-        self._lock = threading.Lock()
-        self._fits: dict[int, tuple[ds.GaussianFit | None, int]] = {}
-        self._refitting: set[int] = set()
-        self._closed = False
+        self._cache = RefitCache("gaussian")
 
     def get(self, store: Any, space: int) -> ds.GaussianFit | None:
         count = store.count()
         if count < self.min_samples:
             return None
-        with self._lock:
-            fit, fitted_at = self._fits.get(space, (None, -1))
-            stale = count >= max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10)
-            if fit is not None and (not stale or space in self._refitting):
-                return fit
-            if fit is not None and self._closed:
-                return fit
-            if fit is not None:
-                self._refitting.add(space)
-                threading.Thread(target=self._refit, args=(store, space, count), daemon=True,
-                                 name=f"contextgraph-fit-E{space}").start()
-                return fit
-        return self._refit(store, space, count)
+        return self._cache.get(
+            space, count, lambda fitted_at: count >= max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10),
+            lambda: ds.fit_gaussian(self._sample(store, space), self.components))
 
     def close(self) -> None:
-        """Start no more background refits and wait for the running ones (the store is about to close)."""
-        with self._lock:
-            self._closed = True
-        self.wait()
+        self._cache.close()
 
     def wait(self) -> None:
-        """Until no background refit runs."""
-        while True:
-            with self._lock:
-                if not self._refitting:
-                    return
-            time.sleep(0.01)
-
-    def _refit(self, store: Any, space: int, count: int) -> ds.GaussianFit | None:
-        try:
-            fit = ds.fit_gaussian(self._sample(store, space), self.components)
-        except Exception:  # a store closed under a background refit: keep the old fit
-            fit = None
-        with self._lock:
-            self._refitting.discard(space)
-            if fit is not None:
-                self._fits[space] = (fit, count)
-            return self._fits.get(space, (None, 0))[0]
+        self._cache.wait()
 
     def _sample(self, store: Any, space: int) -> np.ndarray:
         """Up to max_samples stored vectors of one space, drawn uniformly over sequence numbers (deleted ones
@@ -158,12 +176,11 @@ class GaussianFits:
 
 
 class TranslationFits:
-    """The closed-form TransE translations of the stored triples (utl.transe), refitted from a scan of the
-    triples table once the number of memories with triples has grown by `refit_growth` (at least one), or after
-    any deletion (a deleted memory's triples must stop counting). As with the Gaussian fits, the first fit is
-    made in the caller and later ones in the background, the previous model serving meanwhile: the scan reads
-    every stored triple (tens of milliseconds at 10K memories, more at 100K). While fewer than SYNC_BELOW
-    memories have triples the scan takes a few milliseconds, and refits stay in the caller: the model is then
+    """The closed-form TransE translations of the stored triples (utl.transe, RefitCache), refitted from a scan
+    of the triples table once the number of memories with triples has grown by `refit_growth` (at least one),
+    or after any deletion (a deleted memory's triples must stop counting). The scan reads every stored triple
+    (tens of milliseconds at 10K memories, more at 100K), so refits run in the background; while fewer than
+    SYNC_BELOW memories have triples it takes a few milliseconds and stays in the caller: the model is then
     always current."""
 
     SYNC_BELOW = 500
@@ -171,52 +188,29 @@ class TranslationFits:
     def __init__(self, min_examples: int, refit_growth: float) -> None:
         self.min_examples = min_examples
         self.refit_growth = refit_growth
-        self._lock = threading.Lock()
-        self._fit: tuple[transe.Translations, int, int] | None = None
-        self._refitting = False
-        self._closed = False
+        self._cache = RefitCache("transe")
 
     def get(self, store: Any) -> transe.Translations:
         count = store.triple_count()
         # seqs consumed minus live memories grows with every forget, merge or hard delete (restores and puts
         # leave it alone)
         deletions = store.last_seq() - store.count()
-        with self._lock:
-            fit = self._fit
-            stale = fit is None or deletions != fit[2] or abs(count - fit[1]) >= max(1.0, fit[1] * self.refit_growth)
-            if fit is not None and (not stale or self._refitting or self._closed):
-                return fit[0]
-            if fit is not None and count >= self.SYNC_BELOW:
-                self._refitting = True
-                threading.Thread(target=self._refit, args=(store, count, deletions), daemon=True,
-                                 name="contextgraph-fit-E11").start()
-                return fit[0]
-        return self._refit(store, count, deletions)
+
+        def stale(fitted: tuple[int, int]) -> bool:
+            return deletions != fitted[1] or abs(count - fitted[0]) >= max(1.0, fitted[0] * self.refit_growth)
+
+        def fit() -> transe.Translations:
+            live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
+            return transe.fit_translations(live, self.min_examples)
+
+        model = self._cache.get("E11", (count, deletions), stale, fit, background=count >= self.SYNC_BELOW)
+        return model if model is not None else transe.fit_translations([], self.min_examples)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-        self.wait()
+        self._cache.close()
 
     def wait(self) -> None:
-        """Until no background refit runs."""
-        while True:
-            with self._lock:
-                if not self._refitting:
-                    return
-            time.sleep(0.01)
-
-    def _refit(self, store: Any, count: int, deletions: int) -> transe.Translations:
-        try:
-            live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
-            model = transe.fit_translations(live, self.min_examples)
-        except Exception:  # a store closed under a background refit: keep the previous model
-            model = None
-        with self._lock:
-            self._refitting = False
-            if model is not None:
-                self._fit = (model, count, deletions)
-            return self._fit[0] if self._fit else transe.fit_translations([], self.min_examples)
+        self._cache.wait()
 
 
 def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
