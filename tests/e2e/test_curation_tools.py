@@ -4,10 +4,8 @@ ONNX transformer (seed 001 TC-CUR and TC-NAV rows)."""
 import time
 
 import pytest
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from contextgraph.server import build_server
 from contextgraph.storage.base import Edge
 
 pytestmark = pytest.mark.anyio
@@ -15,12 +13,6 @@ WHY = "curating the project memory"
 DEPLOY = "The deploy failed because the database migration timed out after 30 seconds."
 DEPLOY2 = "The deploy failed since the database migration hit its 30 second timeout."
 OTHER = "Kuramoto oscillators synchronise once the coupling exceeds a critical value."
-
-
-@pytest.fixture
-async def client(app):
-    async with Client(build_server(app), mode="legacy") as c:
-        yield c
 
 
 async def call(client, name, args):

@@ -30,12 +30,6 @@ RELATED = [
 UNRELATED = "Sourdough needs a starter fed with flour and water every day."
 
 
-@pytest.fixture
-async def client(app):
-    async with Client(build_server(app), mode="legacy") as c:
-        yield c
-
-
 async def tool(client, name, arguments=None):
     return (await client.call_tool(name, arguments or {})).structured_content
 

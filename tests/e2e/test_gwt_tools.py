@@ -7,10 +7,8 @@ import math
 import anyio
 
 import pytest
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from contextgraph.server import build_server
 
 pytestmark = pytest.mark.anyio
 RATIONALE = "worth keeping for the project"
@@ -21,12 +19,6 @@ RELATED = [
     "The migration timeout during deploys is 30 seconds; raise it for big tables.",
 ]
 UNRELATED = "Sourdough needs a starter fed with flour and water every day."
-
-
-@pytest.fixture
-async def client(app):
-    async with Client(build_server(app), mode="legacy") as c:
-        yield c
 
 
 async def tool(client, name, arguments=None):

@@ -25,12 +25,6 @@ MEMORIES = [
 ]
 
 
-@pytest.fixture
-async def client(app):
-    async with Client(build_server(app), mode="legacy") as c:
-        yield c
-
-
 async def store(client, content, modality="text", **extra):
     result = await client.call_tool("store_memory", {"content": content, "rationale": RATIONALE,
                                                      "modality": modality, **extra})

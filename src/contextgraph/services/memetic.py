@@ -22,7 +22,7 @@ async def memetic_status(memory: Any, cognition: Any, workspace: Any, constituti
     theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
 
     def scan() -> tuple[int, int, list[dict], list[str], int]:
-        def read(g: Any) -> tuple[list[dict], list[str], int]:
+        def read(g: Any) -> tuple[int, list[dict], list[str], int]:
             recent = g.recent(window, None, None)
             duplicates, orphans, seen = [], [], set()
             for record in recent:
@@ -34,10 +34,9 @@ async def memetic_status(memory: Any, cognition: Any, workspace: Any, constituti
                     if edge.type == "Semantic" and edge.weight >= theta_dup and pair not in seen:
                         seen.add(pair)
                         duplicates.append({"memories": list(pair), "similarity": edge.weight})
-            return duplicates, orphans, len(recent)
+            return g.edge_count(), duplicates, orphans, len(recent)
 
-        duplicates, orphans, examined = store.graph_read(read)
-        return store.count(), store.graph_read(lambda g: g.edge_count()), duplicates, orphans, examined
+        return store.count(), *store.graph_read(read)  # one snapshot for the edges and the window
 
     count, edges, duplicates, orphans, examined = await anyio.to_thread.run_sync(scan)
     cognition.observe_memory_count(count)
