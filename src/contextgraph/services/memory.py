@@ -253,12 +253,11 @@ class MemoryService:
 
     # -- use-cases -------------------------------------------------------------------------------------------
     async def store(self, new: NewMemory) -> Stored:
-        stored, _fingerprint = await self._store_one(new)
+        stored, _fingerprint, _utl = await self._store_one(new)
         return stored
 
     async def inject(self, new: NewMemory, related_k: int) -> Injected:
-        stored, fingerprint = await self._store_one(new, with_novelty=True)
-        result: DeltaSc = stored.timings_ms.pop("_utl")
+        stored, fingerprint, result = await self._store_one(new, with_novelty=True)
         utl = utl_payload(result, self.constitution)
         related: list[dict[str, Any]] = []
         if related_k:
@@ -376,7 +375,9 @@ class MemoryService:
             neighbours=neighbours,
         )
 
-    async def _store_one(self, new: NewMemory, with_novelty: bool = False) -> tuple[Stored, Fingerprint]:
+    async def _store_one(self, new: NewMemory,
+                         with_novelty: bool = False) -> tuple[Stored, Fingerprint, DeltaSc | None]:
+        """Embed, score (with_novelty: the full UTL against the store before the put), commit, index."""
         self.open()
         content, found = redact(new.content)
         rationale, found_in_rationale = redact(new.rationale)
@@ -415,7 +416,6 @@ class MemoryService:
         started = time.perf_counter()
         # durable once this returns, with its edges and lineage in the same transaction
         record = await self._writer.submit(self._store.put, record, fingerprint, edges, temporal, triples)
-        # nine HNSW inserts: milliseconds at scale, so off the event loop
         # Nine HNSW inserts: milliseconds at scale, so off the event loop but before the answer. (Inserting after
         # the answer, on a thread of its own, was measured at 100K: back-to-back stores then contend with it on
         # two cores and store_memory's p95 doubled, 42 → 101 ms.) A failed insert is logged; the oplog catch-up
@@ -424,11 +424,10 @@ class MemoryService:
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
         if utl is not None:
             self.cognition.record(utl.delta_s, utl.delta_c, memory_count=self._store.count())
-            timings["_utl"] = utl
             await self._save_engine_after_commit()
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
-        return Stored(record, list(record.redactions), timings), fingerprint
+        return Stored(record, list(record.redactions), timings), fingerprint, utl
 
     def _apply_index(self, seq: int, fingerprint: Fingerprint) -> None:
         try:

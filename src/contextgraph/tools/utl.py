@@ -16,7 +16,7 @@ UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-
 FINGERPRINT = ("A teleological fingerprint: an object with all 13 spaces E1..E13 (ARCH-05). dense = list of "
                "numbers, sparse = {indices, values}, binary = list of bytes, multivector = list of vectors; "
                "dimensions as get_graph_manifest reports them.")
-
+CONTENT_BOUNDS = {"min_length": _V["content"]["min_length"], "max_length": _V["content"]["max_length"]}
 
 
 class DeltaScArgs(Args):
@@ -24,11 +24,11 @@ class DeltaScArgs(Args):
                                                      "without hyphens (memory ids are 32 hex characters).")
     new_fingerprint: dict[str, Any] | None = Field(None, description="The updated vertex's fingerprint. "
                                                    + FINGERPRINT)
-    new_content: str | None = Field(None, min_length=1, max_length=_V["content"]["max_length"],
+    new_content: str | None = Field(None, **CONTENT_BOUNDS,
                                     description="The updated text, embedded here (instead of new_fingerprint).")
     old_fingerprint: dict[str, Any] | None = Field(None, description="The version before the update; defaults "
                                                    "to the stored fingerprint. " + FINGERPRINT)
-    old_content: str | None = Field(None, min_length=1, max_length=_V["content"]["max_length"],
+    old_content: str | None = Field(None, **CONTENT_BOUNDS,
                                     description="The text before the update, embedded here (instead of "
                                                 "old_fingerprint).")
     include_diagnostics: bool = Field(False, description="Add per-space connectivity, ClusterFit, consistency, "
