@@ -4,6 +4,7 @@ get_ego_state, epistemic_action — live values that follow the store, and the e
 
 import math
 import uuid
+from contextlib import asynccontextmanager
 
 import pytest
 from mcp import Client
@@ -221,32 +222,37 @@ async def test_epistemic_action_focuses_on_the_least_coherent_memories(client):
 
 
 # -- persistence --------------------------------------------------------------------------------------------
+@asynccontextmanager
+async def process(settings):
+    """One server process on the data directory: an app, a client session, and a clean close at the end."""
+    app = build_app(settings)
+    try:
+        async with Client(build_server(app), mode="legacy") as client:
+            yield app, client
+    finally:
+        app.memory.close()
+
+
 async def test_engine_state_survives_a_restart(make_settings, tmp_path):
     settings = make_settings(tmp_path / "home")
-    first = build_app(settings)
-    async with Client(build_server(first), mode="legacy") as client:
+    async with process(settings) as (_, client):
         for text in RELATED[:3]:
             await inject(client, text, 0)
         await tool(client, "adjust_coupling", {"new_K": 7.5})
         utl = await tool(client, "utl_status")
         ego = await tool(client, "get_ego_state")
-    first.memory.close()
 
-    second = build_app(settings)
-    try:
+    async with process(settings) as (second, client):
         second.memory.open()  # loads the engine document; nothing has advanced the network yet
         saved = second.memory.record_store.get_document("cognitive_engine")["cognition"]["network"]
         assert second.cognition.network.to_doc() == saved
-        async with Client(build_server(second), mode="legacy") as client:
-            again = await tool(client, "utl_status")
-            assert again["operations"] == 3 and again["entropy"] == utl["entropy"]
-            assert again["per_space"] == utl["per_space"]
-            restored = await tool(client, "get_ego_state")
-            assert restored["trajectory_length"] == 3
-            assert restored["purpose_vector"] == ego["purpose_vector"]
-            assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 7.5
-    finally:
-        second.memory.close()
+        again = await tool(client, "utl_status")
+        assert again["operations"] == 3 and again["entropy"] == utl["entropy"]
+        assert again["per_space"] == utl["per_space"]
+        restored = await tool(client, "get_ego_state")
+        assert restored["trajectory_length"] == 3
+        assert restored["purpose_vector"] == ego["purpose_vector"]
+        assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 7.5
 
 
 async def test_compute_delta_sc_refuses_odd_fingerprint_values(client, app):
@@ -269,32 +275,17 @@ async def test_compute_delta_sc_refuses_odd_fingerprint_values(client, app):
 async def test_status_tools_load_the_saved_engine_before_answering(make_settings, tmp_path):
     """A fresh process's first call may be a GWT tool: it must see (and change) the saved state, not a blank one."""
     settings = make_settings(tmp_path / "home")
-    first = build_app(settings)
-    async with Client(build_server(first), mode="legacy") as client:
+    async with process(settings) as (_, client):
         for text in RELATED[:3]:
             await inject(client, text, 0)
-    first.memory.close()
-
-    second = build_app(settings)
-    try:
-        async with Client(build_server(second), mode="legacy") as client:
-            assert (await tool(client, "get_ego_state"))["trajectory_length"] == 3
-            assert (await tool(client, "adjust_coupling", {"new_K": 6.5}))["new_K"] == 6.5
-            assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 6.5
-    finally:
-        second.memory.close()
-    third = build_app(settings)
-    try:
-        async with Client(build_server(third), mode="legacy") as client:
-            assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 6.5
-            await tool(client, "search_graph", {"query": RELATED[0], "top_k": 3})
-            competitions = (await tool(client, "get_workspace_status"))["counts"]["competitions"]
-    finally:
-        third.memory.close()
-    fourth = build_app(settings)
-    try:
-        async with Client(build_server(fourth), mode="legacy") as client:
-            # a search-only session's workspace changes were saved on close
-            assert (await tool(client, "get_workspace_status"))["counts"]["competitions"] == competitions
-    finally:
-        fourth.memory.close()
+    async with process(settings) as (_, client):
+        assert (await tool(client, "get_ego_state"))["trajectory_length"] == 3
+        assert (await tool(client, "adjust_coupling", {"new_K": 6.5}))["new_K"] == 6.5
+        assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 6.5
+    async with process(settings) as (_, client):
+        assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 6.5
+        await tool(client, "search_graph", {"query": RELATED[0], "top_k": 3})
+        competitions = (await tool(client, "get_workspace_status"))["counts"]["competitions"]
+    async with process(settings) as (_, client):
+        # a search-only session's workspace changes were saved on close
+        assert (await tool(client, "get_workspace_status"))["counts"]["competitions"] == competitions
