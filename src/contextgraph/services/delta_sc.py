@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.storage.indexes import INDEXED_SPACES
 from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
@@ -283,8 +284,6 @@ class DeltaScComputer:
     def _space(self, store: Any, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, near: list, ring: list,
                consistency: float, edge_weights: Sequence[float], triples: Sequence[Any],
                own_triples: Sequence[Any]) -> SpaceResult:
-        from contextgraph.services.memory import space_similarities
-
         sid = space.id
         if not near:
             return SpaceResult(sid, self.empty_s, self.empty_c, "empty store: everything is novel", 0.0,

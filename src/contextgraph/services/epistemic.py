@@ -22,6 +22,7 @@ import anyio
 import numpy as np
 
 from contextgraph.fingerprint import SPACES
+from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.johari import ASPECT
 from contextgraph.utl import delta_c as dc
 
@@ -101,8 +102,6 @@ async def epistemic_action(memory: Any, cognition: Any, constitution: Any, force
 
 def _focal(memory: Any, pipeline: Any, constitution: Any, history: list[float]) -> list[tuple[Any, float]]:
     """(record, E1 coherence) of the least coherent recent memories, lowest first."""
-    from contextgraph.services.memory import space_similarities
-
     e = constitution["epistemic"]
     k = int(constitution["utl"]["knn_k"])
     threshold = float(constitution["memory"]["connectivity_threshold"])

@@ -532,21 +532,3 @@ class MemoryService:
                                      phase_spread=state["phase_spread"], emotional_weight=state["emotional_weight"],
                                      triples=triples)
 
-
-def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    union = np.union1d(a, b).size
-    return float(np.intersect1d(a, b, assume_unique=True).size / union) if union else 0.0
-
-
-def space_similarities(by_space: dict[int, Any], space: Any, fingerprint: Fingerprint,
-                       neighbours: list[Fingerprint]) -> np.ndarray:
-    """Similarities in [0, 1] of `fingerprint` to each neighbour in one space, in that space's own measure."""
-    if not neighbours:
-        return np.zeros(0)
-    column = [fp[space.id] for fp in neighbours]
-    if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
-        sims = np.array([_jaccard(fingerprint[space.id].indices, doc.indices) for doc in column])
-    else:
-        sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
-    return np.clip(np.nan_to_num(sims), 0.0, 1.0)
-

@@ -1,0 +1,32 @@
+"""Per-space similarity in [0, 1]: how close a fingerprint is to its neighbours in one space, in that space's own
+measure. Shared by the UTL computation (ΔS/ΔC), epistemic focal nodes and anything else that compares a memory
+with its neighbourhood space by space. Pure numpy: the embedders passed in only compute."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from contextgraph.embedders.base import Embedder
+from contextgraph.fingerprint import Fingerprint, Space
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """|a ∩ b| / |a ∪ b| of two sorted, unique index arrays; 0 for two empty ones."""
+    union = np.union1d(a, b).size
+    return float(np.intersect1d(a, b, assume_unique=True).size / union) if union else 0.0
+
+
+def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerprint: Fingerprint,
+                       neighbours: Sequence[Fingerprint]) -> np.ndarray:
+    """Similarities in [0, 1] of `fingerprint` to each neighbour in one space, in that space's own measure."""
+    if not neighbours:
+        return np.zeros(0)
+    column = [fp[space.id] for fp in neighbours]
+    if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
+        own = fingerprint[space.id]
+        sims = np.array([jaccard(own.indices, doc.indices) for doc in column])  # type: ignore[union-attr]
+    else:
+        sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
+    return np.clip(np.nan_to_num(sims), 0.0, 1.0)
