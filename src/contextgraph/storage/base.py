@@ -1,13 +1,20 @@
-"""What the store keeps for one memory, and the protocol any backend (LMDB + local indexes by default, a
-scale-out engine later) implements."""
+"""What the store keeps for one memory, and the protocols any backend (LMDB + local indexes by default,
+PostgreSQL later) implements: MemoryStore (the source of truth), GraphTxn (one transaction over its graph side)
+and SearchIndexes (the per-space nearest-neighbour caches). tests/contract/test_storage.py holds every backend to
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol, TypeVar
 
-from contextgraph.fingerprint import Fingerprint
+import numpy as np
+
+from contextgraph.fingerprint import Fingerprint, Sparse, Vector
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +37,6 @@ class MemoryRecord:
     extra: dict = field(default_factory=dict)  # forward-compatible metadata (codec keeps unknown keys)
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    seq: int
-    score: float
-
-
 class OplogEntry(NamedTuple):
     seq: int  # the entry's own position in the log
     op: str  # "put" | "delete"
@@ -43,12 +44,60 @@ class OplogEntry(NamedTuple):
     memory_seq: int  # the memory's seq (its index label): equal to `seq` for a put, earlier for a delete
 
 
+# E11 relation triples as the codec keeps them: (head, relation, tail, head vector, tail vector).
+Triple = tuple[Any, ...]
+
+
+class GraphTxn(Protocol):
+    """One transaction over the graph side of the store: records, fingerprints as stored bytes, edges,
+    tombstones, reversal records and lineage. Read-only under `graph_read`; under `graph_write` every change
+    commits together or not at all. Returned objects are copies the caller may keep."""
+
+    def exists(self, memory_id: str) -> bool: ...
+    def get(self, memory_id: str) -> MemoryRecord | None: ...
+    def fingerprint_blob(self, seq: int) -> bytes | None: ...
+    def update(self, record: MemoryRecord) -> MemoryRecord: ...
+
+    def delete_memory(self, memory_id: str) -> tuple[MemoryRecord, bytes, list[Edge]]:
+        """Remove a live memory (record, fingerprint, its edges; a "delete" oplog entry); returns what it was."""
+        ...
+
+    def restore_memory(self, record: MemoryRecord, blob: bytes) -> MemoryRecord:
+        """Put a memory back (or a new merged one) under a fresh seq with its stored fingerprint bytes."""
+        ...
+
+    def put_triples(self, memory_id: str, triples: Sequence[Triple]) -> None: ...
+    def delete_triples(self, memory_id: str) -> None: ...
+    def recent(self, limit: int, since: float | None, session: str | None) -> list[MemoryRecord]: ...
+    def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
+    def put_edge(self, edge: Edge) -> None: ...
+    def delete_edge(self, edge: Edge) -> None: ...
+    def get_edge(self, source: str, target: str, type_: str) -> Edge | None: ...
+    def edges_out(self, node: str) -> list[Edge]: ...
+    def edges_in(self, node: str) -> list[Edge]: ...
+    def edges(self, node: str) -> list[Edge]: ...
+    def edge_count(self) -> int: ...
+    def put_tombstone(self, memory_id: str, doc: dict, blob: bytes) -> None: ...
+    def get_tombstone(self, memory_id: str) -> tuple[dict, bytes] | None: ...
+    def delete_tombstone(self, memory_id: str) -> None: ...
+    def tombstones(self) -> Iterator[tuple[str, dict]]: ...
+    def put_reversal(self, reversal_hash: str, doc: dict) -> None: ...
+    def get_reversal(self, reversal_hash: str) -> dict | None: ...
+    def delete_reversal(self, reversal_hash: str) -> None: ...
+    def lineage(self, memory_id: str) -> list[dict]: ...
+    def append_lineage(self, memory_id: str, event: dict) -> None: ...
+
+
 class MemoryStore(Protocol):
+    """The source of truth for one data directory. Every method is thread-safe; each write is one transaction,
+    durable when it returns. Services depend on this protocol, never on a backend class."""
+
     def put(self, record: MemoryRecord, fingerprint: Fingerprint, edges: Sequence[Edge] = (),
-            temporal: Callable[[str, str], Edge] | None = None) -> MemoryRecord:
-        """Commit record + complete fingerprint + oplog entry (+ its edges, the Temporal edge from the session's
-        previous memory built by `temporal`, and a "created" lineage event) in one transaction; durable on
-        return. Returns the record with `seq` (and `session_position`) assigned."""
+            temporal: Callable[[str, str], Edge] | None = None, triples: Sequence[Triple] = ()) -> MemoryRecord:
+        """Commit record + complete fingerprint + oplog entry (+ its edges to memories that exist, the Temporal
+        edge from the session's previous memory built by `temporal`, its E11 triples and a "created" lineage
+        event) in one transaction; durable on return. Returns the record with `seq` (and `session_position`)
+        assigned."""
         ...
 
     def get(self, memory_id: str) -> MemoryRecord | None: ...
@@ -58,6 +107,10 @@ class MemoryStore(Protocol):
     def fingerprints(self, seqs: Sequence[int], spaces: Sequence[int] | None = None) -> list[Fingerprint | None]: ...
 
     def count(self) -> int: ...
+
+    def session_count(self, session: str) -> int:
+        """How many memories `session` has stored (its next session_position)."""
+        ...
 
     def oplog_since(self, seq: int, limit: int | None = None) -> list[OplogEntry]:
         """Entries with seq > `seq`, oldest first (at most `limit`)."""
@@ -82,6 +135,58 @@ class MemoryStore(Protocol):
     def scan(self, spaces: Sequence[int] | None = None) -> Iterator[tuple[MemoryRecord, Fingerprint]]:
         """Every live memory with its fingerprint (or only its `spaces`), in seq order."""
         ...
+
+    def live_triples(self) -> list[tuple[Any, ...]]:
+        """(memory id, head, relation, tail, h, t) of every live memory's triples."""
+        ...
+
+    def triples_of(self, memory_id: str) -> list[Triple]: ...
+
+    def triple_count(self) -> int:
+        """Memories with triples stored (live or not): a cheap change counter for fitted models."""
+        ...
+
+    def put_document(self, name: str, doc: dict) -> None:
+        """Keep one JSON document under `name` beside the memories (the engine state)."""
+        ...
+
+    def get_document(self, name: str) -> dict | None: ...
+
+    def graph_write(self, fn: Callable[[GraphTxn], T]) -> T:
+        """Run `fn` in ONE write transaction; `fn` must have no outside effects (it may be retried)."""
+        ...
+
+    def graph_read(self, fn: Callable[[GraphTxn], T]) -> T:
+        """Run `fn` on one consistent read snapshot."""
+        ...
+
+    def check(self) -> list[str]:
+        """Problems found by a full consistency walk (empty when sound)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SearchIndexes(Protocol):
+    """The per-space nearest-neighbour indexes over the store: caches that catch up from its operation log."""
+
+    applied_seq: int  # the newest oplog entry reflected
+
+    def search(self, space: int, query: Vector, k: int, max_df: float = 1.0) -> list[tuple[int, float]]:
+        """(seq, score) of the k nearest memories in `space`, best first."""
+        ...
+
+    def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse]) -> np.ndarray: ...
+
+    def sizes(self) -> dict[int, int]: ...
+
+    def apply(self, seq: int, fingerprint: Fingerprint) -> None: ...
+
+    def catch_up(self, store: MemoryStore | None = None) -> int:
+        """Apply the store's oplog since `applied_seq`; returns how many entries were applied."""
+        ...
+
+    def save(self, directory: Path | str) -> None: ...
 
 
 EDGE_TYPES = ("Semantic", "Temporal", "Causal", "Hierarchical", "Relational")

@@ -26,10 +26,8 @@ only, because POSIX fcntl locks are per process and closing a second handle woul
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-import struct
 import threading
 import time
 import uuid
@@ -51,6 +49,9 @@ from contextgraph.storage.codec import (
     encode_record,
     encode_triples,
 )
+from contextgraph.storage.lmdb_check import consistency_problems
+from contextgraph.storage.lmdb_graph import GraphTxn
+from contextgraph.storage.lmdb_keys import U64, next_seq, seq_key, session_key
 from contextgraph.storage.locks import RWLock
 
 SCHEMA_VERSION = b"1"
@@ -60,7 +61,6 @@ _DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog", b"edge
 _CORE_DBS = _DBS[:6]
 _DOC_PREFIX = b"doc:"  # meta-table keys of service documents, apart from the store's own counters
 _ALL_SPACES = frozenset(s.id for s in SPACES)
-_U64 = struct.Struct(">Q")
 _OPS = {b"p"[0]: "put", b"d"[0]: "delete"}
 _SCAN_CHUNK = 256
 
@@ -68,16 +68,6 @@ _open_paths: set[str] = set()
 _open_lock = threading.Lock()
 
 T = TypeVar("T")
-
-
-def _key(seq: int) -> bytes:
-    return _U64.pack(seq)
-
-
-def _session_key(session: str) -> bytes:
-    raw = session.encode()
-    # LMDB keys stop at 511 bytes; a client may name its session anything
-    return b"session:" + (raw if len(raw) <= 256 else hashlib.sha256(raw).digest())
 
 
 def _decode_fp(blob: memoryview | None, wanted: frozenset[int] | None) -> Fingerprint | None:
@@ -145,7 +135,7 @@ class LmdbStore:
         if txn.get(b"schema", db=meta) is None:
             txn.put(b"schema", SCHEMA_VERSION, db=meta)
             txn.put(b"store_id", uuid.uuid4().hex.encode(), db=meta)
-            txn.put(b"next_seq", _key(1), db=meta)
+            txn.put(b"next_seq", seq_key(1), db=meta)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -224,12 +214,6 @@ class LmdbStore:
         with self._gate.write():
             self._env.set_mapsize(0)
 
-    @staticmethod
-    def _next_seq(txn: lmdb.Transaction, meta: lmdb._Database) -> int:
-        seq = _U64.unpack(txn.get(b"next_seq", db=meta))[0]
-        txn.put(b"next_seq", _key(seq + 1), db=meta)
-        return seq
-
     # --- writes ------------------------------------------------------------------------------------------------
 
     def put(self, record: MemoryRecord, fingerprint: Fingerprint, edges: Sequence[Edge] = (),
@@ -250,20 +234,20 @@ class LmdbStore:
         def txn_fn(txn: lmdb.Transaction) -> MemoryRecord:
             if txn.get(memory_id, db=db["ids"]) is not None:
                 raise StorageError(f"memory {record.id} already exists", memory_id=record.id)
-            seq = self._next_seq(txn, db["meta"])
-            session_key = _session_key(record.session)
-            raw = txn.get(session_key, db=db["meta"])
-            position = _U64.unpack(raw)[0] if raw is not None else 0
-            txn.put(session_key, _key(position + 1), db=db["meta"])
+            seq = next_seq(txn, db["meta"])
+            skey = session_key(record.session)
+            raw = txn.get(skey, db=db["meta"])
+            position = U64.unpack(raw)[0] if raw is not None else 0
+            txn.put(skey, seq_key(position + 1), db=db["meta"])
             stored = dataclasses.replace(record, seq=seq, session_position=position)
-            k = _key(seq)
+            k = seq_key(seq)
             txn.put(memory_id, encode_record(stored), db=db["memories"])
             txn.put(k, blob, db=db["fingerprints"])
             txn.put(memory_id, k, db=db["ids"])
             txn.put(k, memory_id, db=db["seqs"])
             txn.put(k, b"p" + k + memory_id, db=db["oplog"])
-            g = GraphTxn(self, txn)
-            last_key = b"last:" + session_key
+            g = GraphTxn(txn, self._db)
+            last_key = b"last:" + skey
             previous = txn.get(last_key, db=db["meta"])
             if temporal is not None and previous is not None and g.exists(bytes(previous).decode()):
                 g.put_edge(temporal(bytes(previous).decode(), record.id))
@@ -317,16 +301,16 @@ class LmdbStore:
     def graph_write(self, fn: Callable[[GraphTxn], T]) -> T:
         """Run `fn` with a GraphTxn in ONE write transaction: a curation operation's record, fingerprint, edge,
         tombstone and lineage changes commit together or not at all. `fn` must have no outside effects."""
-        return self._write(lambda txn: fn(GraphTxn(self, txn)))
+        return self._write(lambda txn: fn(GraphTxn(txn, self._db)))
 
     def graph_read(self, fn: Callable[[GraphTxn], T]) -> T:
         """Run `fn` with a read-only GraphTxn on one consistent snapshot (copy what you keep: done by GraphTxn)."""
         with self._read() as txn:
-            return fn(GraphTxn(self, txn))
+            return fn(GraphTxn(txn, self._db))
 
     def delete(self, memory_id: str) -> bool:
         def txn_fn(txn: lmdb.Transaction) -> bool:
-            g = GraphTxn(self, txn)
+            g = GraphTxn(txn, self._db)
             if not g.exists(memory_id):
                 return False
             g.delete_memory(memory_id)  # its edges go with it: no edge may point at a missing memory
@@ -356,7 +340,7 @@ class LmdbStore:
 
         def txn_fn(txn: lmdb.Transaction) -> None:
             for seq in seqs:
-                mid = txn.get(_key(seq), db=db["seqs"])
+                mid = txn.get(seq_key(seq), db=db["seqs"])
                 if mid is None:
                     continue  # deleted since the search found it
                 mid = bytes(mid)
@@ -378,7 +362,7 @@ class LmdbStore:
         out: list[MemoryRecord | None] = []
         with self._read() as txn:
             for seq in seqs:
-                mid = txn.get(_key(seq), db=self._db["seqs"])
+                mid = txn.get(seq_key(seq), db=self._db["seqs"])
                 raw = None if mid is None else txn.get(mid, db=self._db["memories"])
                 out.append(None if raw is None else decode_record(raw))
         return out
@@ -388,7 +372,7 @@ class LmdbStore:
         wanted = None if spaces is None else frozenset(spaces)
         with self._read() as txn:
             db = self._db["fingerprints"]
-            return [_decode_fp(txn.get(_key(seq), db=db), wanted) for seq in seqs]
+            return [_decode_fp(txn.get(seq_key(seq), db=db), wanted) for seq in seqs]
 
     def count(self) -> int:
         with self._read() as txn:
@@ -398,22 +382,22 @@ class LmdbStore:
         """How many memories the session has stored: the next memory's session_position (E4 needs it before
         embedding; put() assigns the authoritative one)."""
         with self._read() as txn:
-            raw = txn.get(_session_key(session), db=self._db["meta"])
-            return 0 if raw is None else _U64.unpack(raw)[0]
+            raw = txn.get(session_key(session), db=self._db["meta"])
+            return 0 if raw is None else U64.unpack(raw)[0]
 
     def last_seq(self) -> int:
         with self._read() as txn:
-            return _U64.unpack(txn.get(b"next_seq", db=self._db["meta"]))[0] - 1
+            return U64.unpack(txn.get(b"next_seq", db=self._db["meta"]))[0] - 1
 
     def oplog_since(self, seq: int, limit: int | None = None) -> list[OplogEntry]:
         out: list[OplogEntry] = []
         with self._read() as txn:
             cursor = txn.cursor(db=self._db["oplog"])
-            if not cursor.set_range(_key(seq + 1)):
+            if not cursor.set_range(seq_key(seq + 1)):
                 return out
             for k, v in cursor:
                 v = bytes(v)
-                out.append(OplogEntry(_U64.unpack(k)[0], _OPS[v[0]], v[9:].decode(), _U64.unpack_from(v, 1)[0]))
+                out.append(OplogEntry(U64.unpack(k)[0], _OPS[v[0]], v[9:].decode(), U64.unpack_from(v, 1)[0]))
                 if limit is not None and len(out) >= limit:
                     break
         return out
@@ -428,7 +412,7 @@ class LmdbStore:
             chunk: list[tuple[MemoryRecord, Fingerprint]] = []
             with self._read() as txn:
                 cursor = txn.cursor(db=db["fingerprints"])
-                if cursor.set_range(_key(after + 1)):
+                if cursor.set_range(seq_key(after + 1)):
                     for k, blob in cursor:
                         mid = txn.get(k, db=db["seqs"])
                         raw = txn.get(mid, db=db["memories"])
@@ -443,246 +427,5 @@ class LmdbStore:
     def check(self) -> list[str]:
         """Problems found by a full consistency walk (empty when sound): every record has its ids, seqs,
         fingerprint (all 13 spaces) and put entry; every fingerprint has a record. For tests and `doctor`."""
-        problems: list[str] = []
-        db = self._db
         with self._read() as txn:
-            next_seq = _U64.unpack(txn.get(b"next_seq", db=db["meta"]))[0]
-            n = {name: txn.stat(db[name])["entries"] for name in ("memories", "fingerprints", "ids", "seqs")}
-            if len(set(n.values())) != 1:
-                problems.append(f"table sizes differ: {n}")
-            for mid, raw in txn.cursor(db=db["memories"]):
-                mid = bytes(mid)
-                rec = decode_record(raw)
-                k = _key(rec.seq)
-                name = mid.decode()
-                if txn.get(mid, db=db["ids"]) != k:
-                    problems.append(f"{name}: ids does not map to seq {rec.seq}")
-                if txn.get(k, db=db["seqs"]) != mid:
-                    problems.append(f"{name}: seqs[{rec.seq}] does not map back")
-                blob = txn.get(k, db=db["fingerprints"])
-                if blob is None:
-                    problems.append(f"{name}: no fingerprint")
-                elif set(decode_fingerprint(blob)) != _ALL_SPACES:
-                    problems.append(f"{name}: fingerprint is incomplete")
-                if txn.get(k, db=db["oplog"]) != b"p" + k + mid:
-                    problems.append(f"{name}: no put entry at seq {rec.seq}")
-                if rec.seq >= next_seq:
-                    problems.append(f"{name}: seq {rec.seq} is beyond next_seq {next_seq}")
-            cursor = txn.cursor(db=db["oplog"])
-            if cursor.last() and _U64.unpack(cursor.key())[0] >= next_seq:
-                problems.append("oplog runs beyond next_seq")
-            if "edges_out" in db:
-                if txn.stat(db["edges_out"])["entries"] != txn.stat(db["edges_in"])["entries"]:
-                    problems.append("edges_out and edges_in differ in size")
-                for k in txn.cursor(db=db["edges_out"]).iternext(values=False):
-                    k = bytes(k)
-                    for end in (k[:32], k[32:64]):
-                        if txn.get(end, db=db["ids"]) is None:
-                            problems.append(f"edge {k[:32].decode()}→{k[32:64].decode()} touches a missing memory")
-                    if txn.get(k[32:64] + k[:32] + k[64:], db=db["edges_in"]) is None:
-                        problems.append(f"edge {k[:32].decode()}→{k[32:64].decode()} is not indexed by target")
-        return problems
-
-
-# --- the graph: edges, tombstones, reversals, lineage -----------------------------------------------------------
-
-_TYPE_BYTE = {t: bytes([i]) for i, t in enumerate(("Semantic", "Temporal", "Causal", "Hierarchical", "Relational"))}
-_U32 = struct.Struct(">I")
-
-
-def _edge_json(edge: Edge) -> bytes:
-    return json.dumps(dataclasses.asdict(edge), separators=(",", ":")).encode()
-
-
-def _edge_from(raw: bytes | memoryview) -> Edge:
-    return Edge(**json.loads(bytes(raw)))
-
-
-class GraphTxn:
-    """The graph operations inside one LMDB transaction (write or read). Every value returned is a copy.
-    Memory deletes and restores write oplog entries, so every process's indexes catch up."""
-
-    def __init__(self, store: LmdbStore, txn: lmdb.Transaction) -> None:
-        self._store = store
-        self.txn = txn
-        self.db = store._db
-
-    # memories
-    def exists(self, memory_id: str) -> bool:
-        return self.txn.get(memory_id.encode(), db=self.db["ids"]) is not None
-
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        raw = self.txn.get(memory_id.encode(), db=self.db["memories"])
-        return None if raw is None else decode_record(raw)
-
-    def fingerprint_blob(self, seq: int) -> bytes | None:
-        raw = self.txn.get(_key(seq), db=self.db["fingerprints"])
-        return None if raw is None else bytes(raw)
-
-    def update(self, record: MemoryRecord) -> MemoryRecord:
-        old = self.get(record.id)
-        if old is None:
-            raise StorageError(f"memory {record.id} does not exist", memory_id=record.id)
-        new = dataclasses.replace(record, seq=old.seq, session_position=old.session_position)
-        self.txn.put(record.id.encode(), encode_record(new), db=self.db["memories"])
-        return new
-
-    def delete_memory(self, memory_id: str) -> tuple[MemoryRecord, bytes, list[Edge]]:
-        """Remove a memory, its fingerprint and every edge touching it; returns exactly what was removed."""
-        record = self.get(memory_id)
-        if record is None:
-            raise StorageError(f"memory {memory_id} does not exist", memory_id=memory_id)
-        k = _key(record.seq)
-        mid = memory_id.encode()
-        blob = self.fingerprint_blob(record.seq)
-        edges = self.edges(memory_id)
-        for edge in edges:
-            self.delete_edge(edge)
-        for key, name in ((mid, "memories"), (mid, "ids"), (k, "seqs"), (k, "fingerprints")):
-            self.txn.delete(key, db=self.db[name])
-        op_seq = self._store._next_seq(self.txn, self.db["meta"])
-        self.txn.put(_key(op_seq), b"d" + k + mid, db=self.db["oplog"])
-        return record, blob, edges
-
-    def put_triples(self, memory_id: str, triples: Sequence[Any]) -> None:
-        self.txn.put(memory_id.encode(), encode_triples(triples), db=self.db["triples"])
-
-    def delete_triples(self, memory_id: str) -> None:
-        self.txn.delete(memory_id.encode(), db=self.db["triples"])
-
-    def restore_memory(self, record: MemoryRecord, blob: bytes) -> MemoryRecord:
-        """Put a memory back with its original id, fingerprint bytes and session position. It takes a new seq
-        (a seq is a position in the oplog and is never reused), so the indexes see an ordinary put."""
-        mid = record.id.encode()
-        if self.exists(record.id):
-            raise StorageError(f"memory {record.id} already exists", memory_id=record.id)
-        seq = self._store._next_seq(self.txn, self.db["meta"])
-        restored = dataclasses.replace(record, seq=seq)
-        k = _key(seq)
-        self.txn.put(mid, encode_record(restored), db=self.db["memories"])
-        self.txn.put(k, blob, db=self.db["fingerprints"])
-        self.txn.put(mid, k, db=self.db["ids"])
-        self.txn.put(k, mid, db=self.db["seqs"])
-        self.txn.put(k, b"p" + k + mid, db=self.db["oplog"])
-        return restored
-
-    def recent(self, limit: int, since: float | None, session: str | None) -> list[MemoryRecord]:
-        """Newest stored first (walking seqs backwards): O(limit) reads without a session filter."""
-        out: list[MemoryRecord] = []
-        cursor = self.txn.cursor(db=self.db["seqs"])
-        if not cursor.last():
-            return out
-        for _k, mid in cursor.iterprev():
-            record = decode_record(self.txn.get(mid, db=self.db["memories"]))
-            if since is not None and record.created_at < since:
-                break
-            if session is None or record.session == session:
-                out.append(record)
-                if len(out) >= limit:
-                    break
-        return out
-
-    def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
-        cursor = self.txn.cursor(db=self.db["ids"])
-        out: list[str] = []
-        p = prefix.encode()
-        if cursor.set_range(p):
-            for k in cursor.iternext(values=False):
-                k = bytes(k)
-                if not k.startswith(p) or len(out) >= limit:
-                    break
-                out.append(k.decode())
-        return out
-
-    # edges
-    def put_edge(self, edge: Edge) -> None:
-        s, t, b = edge.source.encode(), edge.target.encode(), _TYPE_BYTE[edge.type]
-        self.txn.put(s + t + b, _edge_json(edge), db=self.db["edges_out"])
-        self.txn.put(t + s + b, b"", db=self.db["edges_in"])
-
-    def delete_edge(self, edge: Edge) -> None:
-        s, t, b = edge.source.encode(), edge.target.encode(), _TYPE_BYTE[edge.type]
-        self.txn.delete(s + t + b, db=self.db["edges_out"])
-        self.txn.delete(t + s + b, db=self.db["edges_in"])
-
-    def get_edge(self, source: str, target: str, type_: str) -> Edge | None:
-        raw = self.txn.get(source.encode() + target.encode() + _TYPE_BYTE[type_], db=self.db["edges_out"])
-        return None if raw is None else _edge_from(raw)
-
-    def _prefix(self, name: str, node: str) -> list[tuple[bytes, bytes]]:
-        p = node.encode()
-        cursor = self.txn.cursor(db=self.db[name])
-        out = []
-        if cursor.set_range(p):
-            for k, v in cursor:
-                k = bytes(k)
-                if not k.startswith(p):
-                    break
-                out.append((k, bytes(v)))
-        return out
-
-    def edges_out(self, node: str) -> list[Edge]:
-        return [_edge_from(v) for _k, v in self._prefix("edges_out", node)]
-
-    def edges_in(self, node: str) -> list[Edge]:
-        out = []
-        for k, _v in self._prefix("edges_in", node):
-            raw = self.txn.get(k[32:64] + k[:32] + k[64:], db=self.db["edges_out"])
-            if raw is not None:
-                out.append(_edge_from(raw))
-        return out
-
-    def edges(self, node: str) -> list[Edge]:
-        """Every edge touching `node`, each once (a self-loop is both out and in)."""
-        seen: dict[tuple[str, str, str], Edge] = {}
-        for e in self.edges_out(node) + self.edges_in(node):
-            seen[(e.source, e.target, e.type)] = e
-        return list(seen.values())
-
-    def edge_count(self) -> int:
-        return self.txn.stat(self.db["edges_out"])["entries"]
-
-    # tombstones and reversals
-    def put_tombstone(self, memory_id: str, doc: dict, blob: bytes) -> None:
-        head = json.dumps(doc, separators=(",", ":")).encode()
-        self.txn.put(memory_id.encode(), _U32.pack(len(head)) + head + blob, db=self.db["tombstones"])
-
-    def get_tombstone(self, memory_id: str) -> tuple[dict, bytes] | None:
-        raw = self.txn.get(memory_id.encode(), db=self.db["tombstones"])
-        return None if raw is None else _split_tombstone(bytes(raw))
-
-    def delete_tombstone(self, memory_id: str) -> None:
-        self.txn.delete(memory_id.encode(), db=self.db["tombstones"])
-
-    def tombstones(self) -> Iterator[tuple[str, dict]]:
-        for k, v in self.txn.cursor(db=self.db["tombstones"]):
-            (n,) = _U32.unpack_from(v, 0)
-            yield bytes(k).decode(), json.loads(bytes(v[4:4 + n]))
-
-    def put_reversal(self, reversal_hash: str, doc: dict) -> None:
-        self.txn.put(reversal_hash.encode(), json.dumps(doc, separators=(",", ":")).encode(),
-                     db=self.db["reversals"])
-
-    def get_reversal(self, reversal_hash: str) -> dict | None:
-        if not reversal_hash or len(reversal_hash) > 128:
-            return None
-        raw = self.txn.get(reversal_hash.encode(), db=self.db["reversals"])
-        return None if raw is None else json.loads(bytes(raw))
-
-    def delete_reversal(self, reversal_hash: str) -> None:
-        self.txn.delete(reversal_hash.encode(), db=self.db["reversals"])
-
-    # lineage
-    def lineage(self, memory_id: str) -> list[dict]:
-        raw = self.txn.get(memory_id.encode(), db=self.db["lineage"])
-        return [] if raw is None else json.loads(bytes(raw))
-
-    def append_lineage(self, memory_id: str, event: dict) -> None:
-        events = self.lineage(memory_id)
-        events.append(event)
-        self.txn.put(memory_id.encode(), json.dumps(events, separators=(",", ":")).encode(), db=self.db["lineage"])
-
-
-def _split_tombstone(raw: bytes) -> tuple[dict, bytes]:
-    (n,) = _U32.unpack_from(raw, 0)
-    return json.loads(raw[4:4 + n]), raw[4 + n:]
+            return consistency_problems(txn, self._db)
