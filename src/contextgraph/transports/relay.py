@@ -6,8 +6,9 @@ It adds what scripts and raw-socket clients need on every line transport:
   ends the input right after the last request. The SDK cancels in-flight handlers when its read stream ends,
   so answers were lost. The relay holds the server's read side open until every request it forwarded has
   been answered (bounded by `transport.stdio_drain_seconds`).
-* **errors answered**: a line that is not JSON-RPC gets a -32700 error (id null), a line over the size limit
-  a -32600 error, instead of silence; the wire stays usable.
+* **errors answered**: a line that is not JSON-RPC gets a -32700 error (id null); a line over the size limit
+  and a request whose id is not a string or an integer get a -32600 error (id null), instead of silence; the
+  wire stays usable.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class MessageTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"message longer than {limit} bytes")
         self.limit = limit
+
+
+class InvalidEnvelope(Exception):
+    """A JSON-RPC request the SDK would misread (e.g. its id is an object): answered -32600, id null."""
 
 
 class _Pending:
@@ -61,6 +66,9 @@ def error_message(exc: Exception, constitution: Constitution) -> SessionMessage:
                     f"Send smaller messages.",
             data={"max_bytes": exc.limit, "hint": entry.hint},
         )
+    elif isinstance(exc, InvalidEnvelope):
+        entry = constitution.error("INVALID_REQUEST")
+        error = types.ErrorData(code=entry.code, message=f"Invalid request: {exc}.", data={"hint": entry.hint})
     else:
         entry = constitution.error("PARSE_ERROR")
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

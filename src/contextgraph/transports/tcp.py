@@ -5,6 +5,10 @@ Per connection, as on stdio (the same relay): a line that is not JSON-RPC gets a
 connection stays usable; a line over `transport.max_message_bytes` is discarded unread and answered with
 -32600; when the client half-closes, the requests in flight are still answered before the connection closes.
 
+A connection whose first line is an HTTP request line or header (`POST / HTTP/1.1`, `Host: ...`) is closed
+without running anything: that is what a web page's `fetch` (a text/plain POST needs no CORS preflight)
+sends, and its body could otherwise carry JSON-RPC lines that would run (a cross-site write to the memory).
+
 With a token configured, the first line must be `{"auth": "TOKEN"}`; anything else is answered with a -32600
 "Unauthorized" error and the connection is closed. Nothing is answered to a good auth line, so a client may
 send its auth line and its first requests at once.
@@ -12,6 +16,7 @@ send its auth line and its first requests at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 
@@ -25,49 +30,15 @@ from contextgraph.log import get_logger
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.relay import MessageTooLarge, relay
 from contextgraph.transports.security import token_matches
+from contextgraph.transports.wire import DISCONNECTED, looks_like_http, parse_message, read_lines
 
 _log = get_logger("server")
-_CHUNK = 65536
-_DISCONNECTED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
-
-
-async def read_lines(stream: ByteStream, limit: int) -> AsyncIterator[bytes | MessageTooLarge]:
-    """Lines without their newline; a line longer than `limit` bytes is skipped without being buffered and
-    yields MessageTooLarge instead. Ends at EOF (a last line without a newline counts)."""
-    buffer = bytearray()
-    discarding = False
-    while True:
-        try:
-            chunk = await stream.receive(_CHUNK)
-        except _DISCONNECTED:
-            if buffer and not discarding:
-                yield bytes(buffer)
-            return
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end == -1 else chunk[start:end]
-            if not discarding:
-                if len(buffer) + len(piece) > limit:
-                    discarding = True
-                    buffer.clear()
-                    yield MessageTooLarge(limit)
-                else:
-                    buffer += piece
-            if end == -1:
-                break
-            if not discarding:
-                yield bytes(buffer)
-            buffer.clear()
-            discarding = False
-            start = end + 1
-
-
-def _parse(line: bytes) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except Exception as exc:  # the relay answers -32700
-        return exc
+# Answered to an HTTP request that reached the TCP port, then the connection is closed. No CORS headers: a
+# page that sent it cannot read it; curl users learn where they are.
+_NOT_HTTP = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+             b"Content-Length: %d\r\n\r\n%s")
+_NOT_HTTP_BODY = (b"This is ContextGraph's TCP port: newline-delimited JSON-RPC, not HTTP. Nothing was run. "
+                  b"HTTP clients use /mcp on the HTTP port.\n")
 
 
 def _is_auth_line(line: bytes | MessageTooLarge, token: str) -> bool:
@@ -109,14 +80,22 @@ class TcpServer:
 
     async def _session(self, stream: ByteStream) -> None:
         lines = read_lines(stream, self.limit)
+        first = await _first_line(lines)
+        if first is None:
+            return
+        if not isinstance(first, MessageTooLarge) and looks_like_http(first):
+            _log.warning("tcp connection refused: it speaks HTTP (a web page or an HTTP client on the TCP port); "
+                         "closed without running anything", peer=_peer(stream))
+            with anyio.move_on_after(1), contextlib.suppress(*DISCONNECTED):
+                await stream.send(_NOT_HTTP % (len(_NOT_HTTP_BODY), _NOT_HTTP_BODY))
+            return
         token = self.app.settings.token
         if token:
-            first = await anext(lines, None)
-            if first is None:
-                return
             if not _is_auth_line(first, token):
                 await _write(stream, _unauthorized(self.app))
                 return
+        else:  # no auth line to consume: the first line is the first message
+            lines = _chain(first, lines)
         wire_in_send, wire_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         wire_out, wire_out_receive = anyio.create_memory_object_stream[SessionMessage](0)
         server_in, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -128,14 +107,14 @@ class TcpServer:
                     if isinstance(line, MessageTooLarge):
                         await wire_in_send.send(line)
                     elif line.strip():
-                        await wire_in_send.send(_parse(line))
+                        await wire_in_send.send(parse_message(line))
 
         async def send(scope: anyio.CancelScope) -> None:
             async with wire_out_receive:
                 try:
                     async for item in wire_out_receive:
                         await _write(stream, item)
-                except _DISCONNECTED:
+                except DISCONNECTED:
                     scope.cancel()  # the peer is gone: nothing more can be answered
 
         async with anyio.create_task_group() as tg:
@@ -145,6 +124,21 @@ class TcpServer:
                                         drain_seconds=self.drain, constitution=self.app.constitution))
             await self.server.run(server_read, server_write, self.server.create_initialization_options())
             await server_write.aclose()  # lets the relay and the writer flush the last answers, then end
+
+
+async def _first_line(lines: AsyncIterator[bytes | MessageTooLarge]) -> bytes | MessageTooLarge | None:
+    """The first line that is not blank, or None at EOF."""
+    async for line in lines:
+        if isinstance(line, MessageTooLarge) or line.strip():
+            return line
+    return None
+
+
+async def _chain(first: bytes | MessageTooLarge, rest: AsyncIterator[bytes | MessageTooLarge]
+                 ) -> AsyncIterator[bytes | MessageTooLarge]:
+    yield first
+    async for line in rest:
+        yield line
 
 
 async def _write(stream: ByteStream, item: SessionMessage) -> None:

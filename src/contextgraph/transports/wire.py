@@ -1,0 +1,97 @@
+"""What every JSON-RPC wire shares before a message reaches the SDK: reading bounded lines (stdio, TCP),
+turning one wire message into a SessionMessage or the exception that answers it, and recognising an HTTP
+request that reached a line-oriented port.
+
+Why the envelope is checked here: the SDK's message union falls back to *notification* for a request whose
+`id` is an object, array, float or bool (the notification model ignores unknown keys), so such a request
+was silently dropped. JSON-RPC 2.0 §5 wants -32600 with id null; `parse_message` raises InvalidEnvelope for
+it, and the relay (line wires) or the HTTP endpoint answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import mcp.types as types
+from anyio.abc import ByteReceiveStream
+from mcp.shared.message import SessionMessage
+
+from contextgraph.transports.relay import InvalidEnvelope, MessageTooLarge
+
+CHUNK = 65536
+DISCONNECTED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
+
+# A request line (`POST / HTTP/1.1`) or a header line (`Host: 127.0.0.1:7878`): what a browser's fetch or a
+# form post sends first. Neither can begin a JSON-RPC line, which starts with `{`.
+_HTTP_REQUEST_LINE = re.compile(rb"^[A-Z]{3,12} \S+ HTTP/\d(\.\d)?\r?$")
+_HTTP_HEADER_LINE = re.compile(rb"^[A-Za-z0-9!#$%&'*+.^_`|~-]+:[ \t]*\S")
+
+
+async def read_lines(stream: ByteReceiveStream, limit: int) -> AsyncIterator[bytes | MessageTooLarge]:
+    """Lines without their newline; a line longer than `limit` bytes is skipped without being buffered and
+    yields MessageTooLarge instead. Ends at EOF (a last line without a newline counts)."""
+    buffer = bytearray()
+    discarding = False
+    while True:
+        try:
+            chunk = await stream.receive(CHUNK)
+        except DISCONNECTED:
+            if buffer and not discarding:
+                yield bytes(buffer)
+            return
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end == -1 else chunk[start:end]
+            if not discarding:
+                if len(buffer) + len(piece) > limit:
+                    discarding = True
+                    buffer.clear()
+                    yield MessageTooLarge(limit)
+                else:
+                    buffer += piece
+            if end == -1:
+                break
+            if not discarding:
+                yield bytes(buffer)
+            buffer.clear()
+            discarding = False
+            start = end + 1
+
+
+def looks_like_http(line: bytes) -> bool:
+    """True for an HTTP request line or header line (the first line a cross-protocol request sends)."""
+    line = line.lstrip()
+    return bool(_HTTP_REQUEST_LINE.match(line) or _HTTP_HEADER_LINE.match(line))
+
+
+def envelope_problem(decoded: Any) -> str | None:
+    """Why a decoded message cannot be answered with its own id, or None. Only a request-shaped object (one
+    with `method`) is judged: its `id`, when present, must be a string or an integer."""
+    if not isinstance(decoded, dict) or "method" not in decoded or "id" not in decoded:
+        return None
+    request_id = decoded["id"]
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    kind = "null" if request_id is None else {dict: "an object", list: "an array", float: "a number with a "
+                                              "fraction", bool: "a boolean"}.get(type(request_id), "invalid")
+    return f"the request id is {kind}; a JSON-RPC id must be a string or an integer"
+
+
+def parse_message(data: bytes) -> SessionMessage | Exception:
+    """One wire message → a SessionMessage, or the exception the relay answers (-32700 / -32600)."""
+    try:
+        decoded = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # bare ValueError: huge int literals; RecursionError: deep nesting
+        return exc
+    problem = envelope_problem(decoded)
+    if problem is not None:
+        return InvalidEnvelope(problem)
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(decoded, by_name=False))
+    except Exception as exc:  # not a JSON-RPC message: the relay answers -32700
+        return exc
