@@ -9,31 +9,25 @@ It adds what scripts and raw-socket clients need on every line transport:
 * **errors answered**: a line that is not JSON-RPC gets a -32700 error (id null); a line over the size limit
   and a request whose id is not a string or an integer get a -32600 error (id null), instead of silence; the
   wire stays usable.
+
+`serve_lines` runs one whole session over such a wire: stdio and every TCP connection use it.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+
 import anyio
 import mcp.types as types
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from mcp.server import Server
 from mcp.shared.message import SessionMessage
 
 from contextgraph.constitution import Constitution
 from contextgraph.log import get_logger
+from contextgraph.transports.wire import DISCONNECTED, InvalidEnvelope, MessageTooLarge, parse_message
 
 _log = get_logger("server")
-
-
-class MessageTooLarge(Exception):
-    """A wire message longer than the limit; it was discarded unread."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"message longer than {limit} bytes")
-        self.limit = limit
-
-
-class InvalidEnvelope(Exception):
-    """A JSON-RPC request the SDK would misread (e.g. its id is an object): answered -32600, id null."""
 
 
 class _Pending:
@@ -115,3 +109,39 @@ async def relay(
     async with anyio.create_task_group() as tg:
         tg.start_soon(inbound)
         tg.start_soon(outbound)
+
+
+async def serve_lines(server: Server, lines: AsyncIterator[bytes | MessageTooLarge],
+                      write: Callable[[bytes], Awaitable[None]], *, drain_seconds: float,
+                      constitution: Constitution) -> None:
+    """One MCP session over a line wire: `lines` in (see wire.read_lines), `write` out (one encoded message
+    and its newline per call). Returns when the input has ended and every answer is written, or at once
+    when `write` finds the peer gone."""
+    wire_in_send, wire_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    wire_out, wire_out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    server_in, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    server_write, server_out = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def receive() -> None:
+        async with wire_in_send:
+            async for line in lines:
+                if isinstance(line, MessageTooLarge):
+                    await wire_in_send.send(line)
+                elif line.strip():
+                    await wire_in_send.send(parse_message(line))
+
+    async def send(scope: anyio.CancelScope) -> None:
+        async with wire_out_receive:
+            try:
+                async for item in wire_out_receive:
+                    await write((item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+            except DISCONNECTED:
+                scope.cancel()  # the peer is gone: nothing more can be answered
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive)
+        tg.start_soon(send, tg.cancel_scope)
+        tg.start_soon(lambda: relay(wire_in, wire_out, server_in, server_out, drain_seconds=drain_seconds,
+                                    constitution=constitution))
+        await server.run(server_read, server_write, server.create_initialization_options())
+        await server_write.aclose()  # lets the relay and the writer flush the last answers, then end

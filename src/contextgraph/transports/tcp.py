@@ -28,9 +28,9 @@ from mcp.shared.message import SessionMessage
 from contextgraph.app import App
 from contextgraph.log import get_logger
 from contextgraph.server import ContextGraphServer
-from contextgraph.transports.relay import MessageTooLarge, relay
+from contextgraph.transports.relay import serve_lines
 from contextgraph.transports.security import token_matches
-from contextgraph.transports.wire import DISCONNECTED, looks_like_http, parse_message, read_lines
+from contextgraph.transports.wire import DISCONNECTED, MessageTooLarge, looks_like_http, read_lines
 
 _log = get_logger("server")
 # Answered to an HTTP request that reached the TCP port, then the connection is closed. No CORS headers: a
@@ -96,34 +96,8 @@ class TcpServer:
                 return
         else:  # no auth line to consume: the first line is the first message
             lines = _chain(first, lines)
-        wire_in_send, wire_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        wire_out, wire_out_receive = anyio.create_memory_object_stream[SessionMessage](0)
-        server_in, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        server_write, server_out = anyio.create_memory_object_stream[SessionMessage](0)
-
-        async def receive() -> None:
-            async with wire_in_send:
-                async for line in lines:
-                    if isinstance(line, MessageTooLarge):
-                        await wire_in_send.send(line)
-                    elif line.strip():
-                        await wire_in_send.send(parse_message(line))
-
-        async def send(scope: anyio.CancelScope) -> None:
-            async with wire_out_receive:
-                try:
-                    async for item in wire_out_receive:
-                        await _write(stream, item)
-                except DISCONNECTED:
-                    scope.cancel()  # the peer is gone: nothing more can be answered
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(receive)
-            tg.start_soon(send, tg.cancel_scope)
-            tg.start_soon(lambda: relay(wire_in, wire_out, server_in, server_out,
-                                        drain_seconds=self.drain, constitution=self.app.constitution))
-            await self.server.run(server_read, server_write, self.server.create_initialization_options())
-            await server_write.aclose()  # lets the relay and the writer flush the last answers, then end
+        await serve_lines(self.server, lines, stream.send, drain_seconds=self.drain,
+                          constitution=self.app.constitution)
 
 
 async def _first_line(lines: AsyncIterator[bytes | MessageTooLarge]) -> bytes | MessageTooLarge | None:

@@ -20,8 +20,6 @@ import mcp.types as types
 from anyio.abc import ByteReceiveStream
 from mcp.shared.message import SessionMessage
 
-from contextgraph.transports.relay import InvalidEnvelope, MessageTooLarge
-
 CHUNK = 65536
 DISCONNECTED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
 
@@ -61,6 +59,18 @@ async def read_lines(stream: ByteReceiveStream, limit: int) -> AsyncIterator[byt
             buffer.clear()
             discarding = False
             start = end + 1
+
+
+class MessageTooLarge(Exception):
+    """A wire message longer than the limit; it was discarded unread (answered -32600)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"message longer than {limit} bytes")
+        self.limit = limit
+
+
+class InvalidEnvelope(Exception):
+    """A JSON-RPC request the SDK would misread (e.g. its id is an object): answered -32600, id null."""
 
 
 def looks_like_http(line: bytes) -> bool:

@@ -15,7 +15,7 @@ from mcp.shared.message import SessionMessage
 
 from contextgraph.app import App
 from contextgraph.transports.network import Listening, serve_network
-from contextgraph.transports.relay import MessageTooLarge
+from contextgraph.transports.wire import MessageTooLarge
 from contextgraph.transports.wire import read_lines
 
 INIT = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "pytest", "version": "1"}}
