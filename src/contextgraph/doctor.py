@@ -94,6 +94,36 @@ def check_store(home: Path) -> Check:
     return Check("store", True, f"{count} memories, consistent")
 
 
+def check_indexes(home: Path) -> Check:
+    """The saved indexes load (each one, one at a time) and belong to this store. A failure here is not fatal to
+    the server, which rebuilds what it cannot load when it starts, but it means a slow start and a problem to
+    look at (a full disk, a killed save, a copied data directory)."""
+    from contextgraph.storage import save_dirs
+    from contextgraph.storage.indexes import saved_set_problems
+    from contextgraph.storage.lmdb_store import LmdbStore
+    from contextgraph.storage.maintenance import INDEX_DIR, STORE_DIR
+
+    directory = home / INDEX_DIR
+    stale = [left for left in save_dirs.leftovers(directory) if save_dirs.is_stale(left)]
+    leftover_note = (f"; {len(stale)} partial save(s) left by a killed process "
+                     f"({', '.join(left.describe() for left in stale)}), removed at the next start" if stale else "")
+    if not directory.is_dir():
+        return Check("indexes", True, "none saved yet (built from the store at the next start)" + leftover_note)
+    try:
+        if (home / STORE_DIR).is_dir():
+            with LmdbStore(home / STORE_DIR, readonly=True) as store:
+                problems = saved_set_problems(directory, store)
+        else:
+            problems = saved_set_problems(directory)
+    except Exception as exc:  # noqa: BLE001 - report, never crash (the store check says what is wrong there)
+        problems = [f"{type(exc).__name__}: {exc}"]
+    if problems:
+        return Check("indexes", False, f"{directory}: {'; '.join(problems)}" + leftover_note,
+                     "contextgraph reindex (the server also rebuilds unreadable indexes from the store when it "
+                     "starts)")
+    return Check("indexes", True, f"{directory} loads" + leftover_note)
+
+
 def check_registry(settings: Settings) -> Check:
     from contextgraph.tools.registry import RegistryError, build_registry
 
@@ -117,6 +147,7 @@ def run_checks(settings: Settings) -> list[Check]:
         return [*checks, Check("constitution", False, str(exc), "restore constitution.yaml")]
     checks.append(check_data_dir(settings.home))
     checks.append(check_store(settings.home))
+    checks.append(check_indexes(settings.home))
     checks.extend(check_packages())
     checks.append(check_model())
     checks.append(check_registry(settings))

@@ -97,6 +97,8 @@ class BinaryIndex:
         with np.load(path) as data:
             rows, seqs, bits = data["rows"], data["seqs"], int(data["bits"])
         self = cls(bits, capacity=max(len(rows), 16))
+        if rows.ndim != 2 or rows.shape[1] != self._words or len(seqs) != len(rows):
+            raise ValueError(f"binary index: {rows.shape} rows for {len(seqs)} seqs of {bits} bits")
         self._rows[: len(rows)] = rows
         self._seq[: len(seqs)] = seqs
         self._n = len(rows)

@@ -131,4 +131,9 @@ class DenseIndex:
         self._index.set_ef(self.ef_search)
         self._state = np.load(self._state_path(path))
         self._live = int(meta["live"])
+        # the three files must describe one index: a torn or mismatched sibling would answer wrong, not fail
+        if self._state.ndim != 1 or int(np.count_nonzero(self._state == _LIVE)) != self._live:
+            raise ValueError(f"{path.name}: the label states disagree with the {self._live} live entries")
+        if self._index.element_count < self._live:
+            raise ValueError(f"{path.name}: the graph holds {self._index.element_count} of {self._live} entries")
         return self

@@ -28,6 +28,8 @@ import numpy as np
 
 from contextgraph.errors import DimensionMismatch
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector
+from contextgraph.log import get_logger
+from contextgraph.storage import save_dirs
 from contextgraph.storage.base import MemoryStore
 from contextgraph.storage.binary_index import BinaryIndex
 from contextgraph.storage.hnsw_index import DenseIndex
@@ -45,6 +47,11 @@ _BATCH = 512  # oplog entries (and fingerprints) per catch-up round; rebuild add
 
 Index = DenseIndex | SparseIndex | BinaryIndex
 Progress = Callable[[int, int], None]  # (memories done, total)
+_log = get_logger("storage")
+
+
+class UnreadableIndex(Exception):
+    """A saved index file that does not load as what the manifest says it is (truncated, overwritten, ...)."""
 
 
 def _kind(space: int) -> str:
@@ -216,8 +223,9 @@ class IndexSet:
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp = directory.with_name(f".{directory.name}.tmp-{tag}")
+        tmp = save_dirs.staging_name(directory, "tmp", tag)
         tmp.mkdir()
+        owner = save_dirs.hold(tmp)  # held until done: a process that starts meanwhile leaves tmp alone
         try:
             with self._lock.read():  # no mutation while writing: the files and applied_seq agree
                 spaces = {}
@@ -229,7 +237,7 @@ class IndexSet:
                             "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
             _fsync_tree(tmp)
-            old = directory.with_name(f".{directory.name}.old-{tag}")
+            old = save_dirs.staging_name(directory, "old", tag)
             try:
                 os.rename(directory, old)
             except FileNotFoundError:
@@ -244,30 +252,38 @@ class IndexSet:
                 shutil.rmtree(old, ignore_errors=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            save_dirs.release(owner)
 
     @classmethod
     def load(
         cls, directory: Path | str, store: MemoryStore | None = None, *, ef_search: int | None = None, **params
     ) -> IndexSet | None:
-        """The saved set, caught up with `store`; None when there is none, it is unreadable, or it belongs to
-        another store (then rebuild). Retries a few times in case another process is replacing it right now."""
+        """The saved set, caught up with `store`; None when there is none, any part of it is unreadable, or it
+        belongs to another store (then rebuild). Retries a few times in case another process is replacing it
+        right now."""
         directory = Path(directory)
+        problem: Exception | None = None
         for attempt in range(3):
             if attempt:
                 time.sleep(0.05)  # back off: a concurrent save's rename window is short
             try:
-                manifest = json.loads((directory / "manifest.json").read_text())
+                manifest = _read_manifest(directory)
                 if manifest.get("version") != MANIFEST_VERSION:
                     return None
-                indexes = {int(space): _load_index(directory / entry["file"], entry["kind"], ef_search)
+                indexes = {int(space): _load_entry(directory, entry, ef_search)
                            for space, entry in manifest["spaces"].items()}
                 break
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
                 if not directory.exists() and not any(directory.parent.glob(f".{directory.name}.old-*")):
                     return None
-            except (OSError, ValueError, KeyError, RuntimeError):
-                pass
+                problem = exc
+            # A cache: whatever fails to load (a truncated zip, a short hnsw graph, bad JSON) is rebuilt from
+            # the store, never fatal; numpy, zipfile, zlib, hnswlib and json each fail their own way.
+            except Exception as exc:  # noqa: BLE001
+                problem = exc
         else:
+            _log.warning("saved indexes unreadable; rebuilding them from the store", directory=str(directory),
+                         problem=f"{type(problem).__name__}: {problem}")
             return None
         if store is not None and (manifest["store_id"] != getattr(store, "store_id", None)
                                   or manifest["applied_seq"] > store.last_seq()):
@@ -287,7 +303,10 @@ class IndexSet:
 
     @classmethod
     def open(cls, directory: Path | str, store: MemoryStore, progress: Progress | None = None, **params) -> IndexSet:
-        """Load the saved set if it is usable, else rebuild from the store (and save the result)."""
+        """Load the saved set if it is usable, else rebuild from the store (and save the result). First removes
+        what saves killed midway left behind (save_dirs)."""
+        for path in save_dirs.remove_stale(Path(directory)):
+            _log.info("removed a stale partial index save", path=str(path))
         loaded = cls.load(directory, store, **params)
         if loaded is not None:
             return loaded
@@ -297,12 +316,67 @@ class IndexSet:
         return fresh
 
 
+def _read_manifest(directory: Path) -> dict:
+    text = (directory / "manifest.json").read_text()  # FileNotFoundError passes: load() tells the cases apart
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        raise UnreadableIndex(f"manifest.json: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(manifest, dict):
+        raise UnreadableIndex("manifest.json: not a JSON object")
+    return manifest
+
+
+def _load_entry(directory: Path, entry: dict, ef_search: int | None) -> Index:
+    """One manifest entry's index, loaded and checked against the entry; UnreadableIndex names the file."""
+    path = directory / entry["file"]
+    try:
+        index = _load_index(path, entry["kind"], ef_search)
+    except FileNotFoundError:
+        raise  # load() tells a set being replaced from a missing file
+    except Exception as exc:  # whichever way the loader failed, the file is what is wrong
+        raise UnreadableIndex(f"{path.name}: {type(exc).__name__}: {exc}") from exc
+    if len(index) != entry["size"]:  # parsed, but not the index that was saved
+        raise UnreadableIndex(f"{path.name}: holds {len(index)} entries, the manifest says {entry['size']}")
+    return index
+
+
 def _load_index(path: Path, kind: str, ef_search: int | None) -> Index:
     if kind == "dense":
         return DenseIndex.load(path, ef_search)
     if kind == "sparse":
         return SparseIndex.load(path)
-    return BinaryIndex.load(path)
+    if kind == "binary":
+        return BinaryIndex.load(path)
+    raise ValueError(f"unknown index kind {kind!r}")
+
+
+def saved_set_problems(directory: Path | str, store: MemoryStore | None = None) -> list[str]:
+    """What keeps the saved set in `directory` from loading ([] when it would load, or there is none), one
+    index in memory at a time; reads only (`contextgraph doctor`). A set being replaced by a running save
+    right now may show a transient problem."""
+    directory = Path(directory)
+    if not directory.exists():
+        return []
+    try:
+        manifest = _read_manifest(directory)
+        if manifest.get("version") != MANIFEST_VERSION:
+            return [f"manifest version {manifest.get('version')!r}, this version reads {MANIFEST_VERSION}"]
+        entries = list(manifest["spaces"].values())
+    except Exception as exc:  # noqa: BLE001 - reported, like every other way a saved set can be broken
+        return [str(exc) if isinstance(exc, UnreadableIndex) else f"manifest.json: {type(exc).__name__}: {exc}"]
+    problems = []
+    for entry in entries:
+        try:
+            _load_entry(directory, entry, None)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(str(exc) if isinstance(exc, UnreadableIndex) else f"{type(exc).__name__}: {exc}")
+    if store is not None and manifest.get("store_id") != getattr(store, "store_id", None):
+        problems.append("the saved indexes belong to another store")
+    elif store is not None and manifest.get("applied_seq", 0) > store.last_seq():
+        problems.append(f"the saved indexes are ahead of the store (seq {manifest['applied_seq']} > "
+                        f"{store.last_seq()})")
+    return problems
 
 
 def _batches(scan: Iterable, upto: int) -> Iterable[tuple[list[int], list[Fingerprint]]]:

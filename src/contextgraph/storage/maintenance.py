@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from contextgraph.storage import save_dirs
 from contextgraph.storage.indexes import IndexSet
 from contextgraph.storage.lmdb_store import LmdbStore
 
@@ -37,6 +38,7 @@ class ProgressBar:
 def reindex(home: Path, stream: TextIO | None = None) -> dict[str, int]:
     """Rebuild the indexes of `home` from its store and save them; returns index sizes by space."""
     with LmdbStore(home / STORE_DIR) as store:
+        save_dirs.remove_stale(home / INDEX_DIR)  # what killed saves left behind (a full set of files each)
         indexes = IndexSet(store)
         indexes.rebuild(store, ProgressBar("reindex", stream))
         indexes.save(home / INDEX_DIR)

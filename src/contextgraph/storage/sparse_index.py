@@ -229,6 +229,7 @@ class SparseIndex:
     def load(cls, path: Path | str) -> SparseIndex:
         with np.load(path) as data:
             indptr, docs, wts, seqs = data["indptr"], data["docs"], data["weights"], data["seqs"]
+        _check_loaded(indptr, docs, wts, seqs)  # a damaged file fails here, not in some later search
         self = cls()
         bounds = indptr.tolist()
         # Each term's arrays are views into the loaded ones, full to capacity: the first append to a term
@@ -241,3 +242,13 @@ class SparseIndex:
         self._dead = np.zeros(len(self._seq), dtype=bool)
         self._slot_of = {int(s): i for i, s in enumerate(seqs.tolist())}
         return self
+
+
+def _check_loaded(indptr: np.ndarray, docs: np.ndarray, wts: np.ndarray, seqs: np.ndarray) -> None:
+    """The CSR arrays of a saved index agree with each other, or ValueError (IndexSet then rebuilds)."""
+    if indptr.ndim != 1 or not len(indptr) or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise ValueError("sparse index: indptr is not a non-decreasing offset array from 0")
+    if not (docs.ndim == wts.ndim == seqs.ndim == 1) or int(indptr[-1]) != len(docs) or len(docs) != len(wts):
+        raise ValueError("sparse index: postings and offsets disagree")
+    if len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= len(seqs)):
+        raise ValueError("sparse index: a posting names a document that is not there")
