@@ -12,7 +12,7 @@ writes the fill's dirty pages back first, so the timed calls' synced commits do 
                           13 per-space neighbourhoods, ΔS/ΔC, Johari; then the related retrieval and the
                           workspace competition). The payload's `utl.compute_ms` is summarised next to the wall
                           time: how much of the call is the UTL computation.
-  pulse                   `app.cognition.pulse()` in-process, µs: (a) right after each inject_context call above
+  pulse                   `app.services.cognition.pulse()` in-process, µs: (a) right after each inject_context call above
                           (the middleware's own pulse has just advanced the network: ~0 lazy steps), (b) back to
                           back, 1000 calls, (c) after --idle-s of idle (≥ 0.2 s: the network integrates its cap of
                           `pulse_max_steps` = 20 steps of dt 0.01 s), --idle-samples calls
@@ -85,8 +85,8 @@ async def measure_size(app: Any, client: Any, texts: Any, queries: Any, args: ar
     from contextgraph.services.vertex_update import fingerprint_to_json
 
     out: dict[str, Any] = {"loadavg_before": os.getloadavg()}
-    store = app.memory.record_store
-    cognition = app.cognition
+    store = app.services.storage.store
+    cognition = app.services.cognition
     rationale = "benchmark: a realistic memory injected through the MCP client"
 
     async def timed(name: str, arguments: dict) -> tuple[float, Any]:
@@ -290,7 +290,7 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
         for i in range(n + 5):
             text, modality = next(texts)
             t0 = perf()
-            await app.memory.inject(NewMemory(text, rationale, modality=modality), related_k=5)
+            await app.services.memory.inject(NewMemory(text, rationale, modality=modality), related_k=5)
             if i >= 5:
                 total.append((perf() - t0) * 1e3)
             else:
@@ -317,10 +317,10 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     results: dict[str, Any] = {"home": str(home), "sizes": {}}
     app = build_app(bench_settings(home, int8=args.int8))
     t0 = perf()
-    app.memory.open()
-    print(f"opened the store in {perf() - t0:.2f} s ({app.memory.record_store.count():,} memories); "
+    app.services.storage.open()
+    print(f"opened the store in {perf() - t0:.2f} s ({app.services.storage.store.count():,} memories); "
           f"machine: {MACHINE} (os.cpu_count() = {os.cpu_count()})")
-    pipeline = await app.memory.pipeline()
+    pipeline = await app.services.perception.pipeline()
     queries = [p.query for p in function_pairs()]
     random.Random(args.seed).shuffle(queries)
     query_iter = itertools.cycle(queries)
@@ -330,7 +330,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     async with Client(build_server(app), mode="legacy") as client:
         for size in sizes:
             print(f"== {size:,} memories")
-            before = app.memory.record_store.count()
+            before = app.services.storage.store.count()
             t0 = perf()
             filler.grow_to(size)
             fill_s = perf() - t0
@@ -338,16 +338,16 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
             os.sync()  # the fill's dirty pages are written back now, not during the timed calls' synced commits
             sync_s = perf() - t0
             rep = filler.report
-            print(f"   filled {app.memory.record_store.count() - before:,} in {fill_s:.0f} s ({rep['distinct']:,} "
+            print(f"   filled {app.services.storage.store.count() - before:,} in {fill_s:.0f} s ({rep['distinct']:,} "
                   f"distinct, {rep['reused']:,} reused so far); os.sync() {sync_s:.1f} s")
-            count = app.memory.record_store.count()
+            count = app.services.storage.store.count()
             ops = await measure_size(app, client, texts, query_iter, args, rng)
             results["sizes"][str(size)] = {"count_at_measure": count, "fill_s": round(fill_s, 1),
                                            "sync_s": round(sync_s, 2), "fill_totals_so_far": dict(rep), **ops}
             if args.profile_inject:
                 print("   -- inject profile (in-process, no MCP)")
                 results["sizes"][str(size)]["inject_profile"] = await profile_inject(app, texts, args.profile_inject)
-    app.memory.close()
+    app.close()
     if not args.home and not args.keep:
         shutil.rmtree(home, ignore_errors=True)
     return results

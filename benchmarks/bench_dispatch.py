@@ -33,7 +33,6 @@ import anyio  # noqa: E402
 
 from contextgraph.app import build_app  # noqa: E402
 from contextgraph.config import Settings  # noqa: E402
-from contextgraph.tools.context import ToolContext  # noqa: E402
 from contextgraph.tools.dispatch import ToolCallFailed  # noqa: E402
 
 BUDGET_RESOLVE_NS = 1000.0  # < 1 µs
@@ -146,15 +145,15 @@ def main() -> int:
     # -- 2. pulse ------------------------------------------------------------------------------------------
     print(f"2. cognition.pulse: {pulse_batches} batches x {pulse_batch} calls (µs/call)")
     gc.collect()
-    pulse_ns = batched0(app.cognition.pulse, pulse_batches, pulse_batch)
+    pulse_ns = batched0(app.services.cognition.pulse, pulse_batches, pulse_batch)
     pulse_s = summarize([ns / 1000 for ns in pulse_ns])
     print("   " + format_summary("cognition.pulse()", pulse_s, "µs", BUDGET_PULSE_US))
     results["pulse"] = {"unit": "µs/call", "budget_us": BUDGET_PULSE_US, "batches": pulse_batches,
-                        "batch_size": pulse_batch, **pulse_s, "sample": app.cognition.pulse()}
+                        "batch_size": pulse_batch, **pulse_s, "sample": app.services.cognition.pulse()}
 
     # -- 3 + 4 need an event loop --------------------------------------------------------------------------
     async def async_part() -> None:
-        ctx = ToolContext(app)
+        ctx = app.tool_context()
         dispatcher = app.dispatcher
         print(f"3. dispatcher.call: {dispatch_n} calls each, {dispatch_warm} warm-up (µs/call)")
         dispatch_out: dict[str, Any] = {"unit": "µs/call", "n": dispatch_n, "warmup": dispatch_warm}

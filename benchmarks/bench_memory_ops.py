@@ -137,11 +137,11 @@ class Filler:
         return self.now - (self.horizon - self.made) * 60.0
 
     def _records_since(self, first_seq: int) -> list[Any]:
-        store = self.app.memory.record_store
+        store = self.app.services.storage.store
         return [r for r in store.get_by_seq(range(first_seq, store.last_seq() + 1)) if r is not None]
 
     def _reuse(self, src_seqs: list[int], drafts: list[Any]) -> list[dict]:
-        store = self.app.memory.record_store
+        store = self.app.services.storage.store
         fps = store.fingerprints(src_seqs)
         ts = np.array([d.timestamp for d in drafts])
         e2 = self.by_space[2].embed_times(ts)
@@ -201,8 +201,8 @@ class GcPauses:
 
 
 def lmdb_stats(app: Any) -> dict[str, Any]:
-    store = app.memory.record_store
-    path = Path(app.memory.home) / "store" / "data.mdb"
+    store = app.services.storage.store
+    path = Path(app.services.storage.home) / "store" / "data.mdb"
     st = path.stat()
     n = store.count()
     return {"count": n, "data_mdb_apparent_bytes": st.st_size, "data_mdb_allocated_bytes": st.st_blocks * 512,
@@ -289,7 +289,7 @@ def override_retrieval(app: Any, pairs: list[str]) -> dict[str, Any]:
     RRF weight. Sets MemoryService's private `_retrieval_settings`: a benchmark-only hook, to time a proposal."""
     import dataclasses
 
-    s = app.memory._retrieval_settings
+    s = app.services.memory.retrieval_settings
     weights = dict(s.space_weights)
     changes: dict[str, Any] = {}
     for pair in pairs:
@@ -302,8 +302,8 @@ def override_retrieval(app: Any, pairs: list[str]) -> dict[str, Any]:
             changes[key] = float(value)
         else:
             raise SystemExit(f"--retrieval: unknown setting {key!r}")
-    app.memory._retrieval_settings = dataclasses.replace(s, space_weights=weights, **changes)
-    new = app.memory._retrieval_settings
+    app.services.memory.retrieval_settings = dataclasses.replace(s, space_weights=weights, **changes)
+    new = app.services.memory.retrieval_settings
     return dataclasses.asdict(new) | {"space_weights": dict(new.space_weights)}
 
 
@@ -443,7 +443,7 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     from contextgraph.storage.indexes import IndexSet
     from contextgraph.storage.lmdb_store import LmdbStore
 
-    pipeline = await app.memory.pipeline()
+    pipeline = await app.services.perception.pipeline()
     acc: dict[str, list[float]] = {}
     stages: dict[str, list[float]] = {}
     originals: list[tuple[Any, str, Any]] = []
@@ -479,7 +479,7 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
         for i in range(n + 5):
             text, modality = next(texts)
             t0 = perf()
-            await app.memory.inject(NewMemory(text, "benchmark: inject breakdown", modality=modality), related_k=5)
+            await app.services.memory.inject(NewMemory(text, "benchmark: inject breakdown", modality=modality), related_k=5)
             if i >= 5:
                 total.append((perf() - t0) * 1e3)
             else:
@@ -512,12 +512,12 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
         results["retrieval_override"] = override_retrieval(app, args.retrieval)
         print(f"retrieval settings overridden: {results['retrieval_override']}")
     t0 = perf()
-    app.memory.open()  # LMDB + indexes: loads the saved index files, or rebuilds them from the store
+    app.services.storage.open()  # LMDB + indexes: loads the saved index files, or rebuilds them from the store
     open_s = perf() - t0
     rss_open = rss()
-    pipeline = await app.memory.pipeline()
+    pipeline = await app.services.perception.pipeline()
     rss_model = rss()
-    print(f"opened the store and its indexes in {open_s:.2f} s ({app.memory.record_store.count():,} memories); "
+    print(f"opened the store and its indexes in {open_s:.2f} s ({app.services.storage.store.count():,} memories); "
           f"RSS {rss_open['VmRSS']:.0f} MiB")
     results["open_s"] = round(open_s, 3)
     print(f"pipeline {pipeline.backbone.runtime}; RSS {rss0['VmRSS']:.0f} MiB at start, {rss_model['VmRSS']:.0f} "
@@ -532,13 +532,13 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     async with Client(build_server(app), mode="legacy") as client:
         for size in sizes:
             print(f"== {size:,} memories")
-            before = app.memory.record_store.count()
+            before = app.services.storage.store.count()
             t0 = perf()
             filler.grow_to(size)
             fill_s = perf() - t0
             gc.collect()
             after = rss()
-            added = app.memory.record_store.count() - before
+            added = app.services.storage.store.count() - before
             disk = lmdb_stats(app)
             per_mem = {k: round((after[k] - prev[k]) * 1024 * 1024 / added, 1) if added else None for k in after}
             rep = filler.report
@@ -555,7 +555,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
                 results["sizes"][str(size)] = {"fill_s": round(fill_s, 1), "added": added, "rss_mb": after,
                                                "rss_growth_bytes_per_added_memory": per_mem, "lmdb": disk}
                 continue
-            count_at_measure = app.memory.record_store.count()
+            count_at_measure = app.services.storage.store.count()
             with cpu_hogs(args.hogs):
                 ops = await measure_size(app, client, queries, op_texts, args)
             results["sizes"][str(size)] = {
@@ -572,7 +572,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
                 results["sizes"][str(size)]["inject_profile"] = await profile_inject(app, op_texts,
                                                                                      args.profile_search // 2)
     t0 = perf()
-    app.memory.close()
+    app.close()
     close_s = perf() - t0
     idx = dir_bytes(home / "indexes")
     n = lmdb_count(home)  # after close(): the store is closed, open it read-only for the count

@@ -250,7 +250,7 @@ class Corpus:
         self.label = label
         self.home = Path(tempfile.mkdtemp(prefix=f"cg-bench-quality-{label}-"))
         self.app = build_app(bench_settings(self.home, int8=int8))
-        self.pipeline = anyio.run(self.app.memory.pipeline)
+        self.pipeline = anyio.run(self.app.services.perception.pipeline)
         memory = self.app.memory
         memory.open()
         self.store, self.indexes = memory.record_store, memory.indexes
@@ -306,7 +306,7 @@ class Corpus:
     def close(self) -> None:
         import shutil
 
-        self.app.memory.close()
+        self.app.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
 

@@ -14,7 +14,7 @@ memory ("Sourdough needs a starter fed with flour and water every day."). After 
   * get_kuramoto_sync: r.
 
 Then it waits --wait-s (default 6 s; the empty-workspace rule of the pulse fires after
-`pulse.empty_workspace_seconds`), reads the pulse again (in-process `app.cognition.pulse()` and through a
+`pulse.empty_workspace_seconds`), reads the pulse again (in-process `app.services.cognition.pulse()` and through a
 get_workspace_status call), and calls epistemic_action without force, printing its question (or why none).
 
 Prints one line per step and writes benchmarks/results/cognitive_session.json.
@@ -77,8 +77,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     home = Path(tempfile.mkdtemp(prefix="cg-cognitive-session-"))
     app = build_app(bench_settings(home))
-    app.memory.open()
-    await app.memory.pipeline()
+    app.services.storage.open()
+    await app.services.perception.pipeline()
     steps: list[dict[str, Any]] = []
     out: dict[str, Any] = {"home": "fresh temp dir (deleted)", "rationale": RATIONALE}
 
@@ -128,7 +128,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             steps.append(step)
 
         await anyio.sleep(args.wait_s)
-        pulse_direct = app.cognition.pulse()
+        pulse_direct = app.services.cognition.pulse()
         ws_after = await call("get_workspace_status", {})
         ws_sc = ws_after.structured_content
         after_wait = {
@@ -142,7 +142,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ep_sc = dict(ep.structured_content)
         after_wait["epistemic_action"] = ep_sc
         out["after_wait"] = after_wait
-    app.memory.close()
+    app.close()
     shutil.rmtree(home, ignore_errors=True)
     out["steps"] = steps
     return out

@@ -8,9 +8,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest  # noqa: E402
 
-from contextgraph.app import App, build_app  # noqa: E402
+from contextgraph.app import build_app  # noqa: E402
 from contextgraph.config import Settings  # noqa: E402
-from contextgraph.tools.context import ToolContext  # noqa: E402
 
 
 @pytest.fixture
@@ -44,7 +43,7 @@ def settings(tmp_path, make_settings) -> Settings:
 def app(settings):
     app = build_app(settings)
     yield app
-    app.memory.close()
+    app.close()
 
 
 @pytest.fixture
@@ -52,6 +51,6 @@ def call(app):
     """`await call("tool_find", {...})` → the CallOutcome; raises ToolCallFailed like the server sees it."""
 
     async def _call(name, arguments=None, session="test-session"):
-        return await app.dispatcher.call(name, arguments, ToolContext(app, session))
+        return await app.dispatcher.call(name, arguments, app.tool_context(session))
 
     return _call

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from contextgraph import __version__
 
@@ -124,37 +125,65 @@ def _serve(args: argparse.Namespace) -> int:
 
         app = build_app(settings)
         try:
-            anyio.run(serve_stdio, app)
-        except KeyboardInterrupt:
-            pass
-        return 0
+            anyio.run(_until_signalled, serve_stdio, app)
+        except KeyboardInterrupt:  # before the signal handlers are installed; nothing was opened yet
+            return 0
+        _exit_now(0)
     from contextgraph.transports.network import serve_network, transports_of
     from contextgraph.transports.security import check_bind
 
     check_bind(settings)  # before anything is opened
     app = build_app(settings)
 
-    async def run() -> None:
-        import signal
-
-        async with anyio.create_task_group() as tg:
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(stop_on_signal)
-            await serve_network(app, transports_of(settings.transport))
-
     failures: list[OSError] = []
     try:
-        anyio.run(run)
+        anyio.run(_until_signalled, serve_network, app, transports_of(settings.transport))
     except* OSError as group:  # e.g. the port is taken
         failures.extend(_leaves(group))
     for exc in failures:
         print(f"contextgraph: cannot listen on {settings.host}: {exc}", file=sys.stderr)
-    return 1 if failures else 0
+    if failures:
+        return 1
+    _exit_now(0)
+
+
+async def _until_signalled(serve, *args) -> None:
+    """Run `serve(*args)` until it returns or SIGINT/SIGTERM arrives, then cancel it: every serve function
+    closes the App when cancelled (indexes and engine state saved). Both signals mean "stop cleanly": Claude
+    Code sends SIGINT, then SIGTERM if the server is still there; a second signal, once the handlers are
+    gone, stops the process the default way."""
+    import signal
+
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    print(f"contextgraph: {signal.Signals(signum).name} received; saving and stopping",
+                          file=sys.stderr)
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop_on_signal)
+        await serve(*args)
+        tg.cancel_scope.cancel()  # served to the end (stdin closed): stop watching for signals
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process without the interpreter's teardown. Called only after serving is over and the App is
+    closed (store closed, indexes and engine state saved): unloading torch, onnxruntime and ~3,500 modules
+    took 3-4 s on a loaded machine, longer than a host waits after SIGINT before it escalates."""
+    import logging
+    import os
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more to say on it
+            pass
+    os._exit(code)
 
 
 def _leaves(error: BaseException) -> list:
@@ -233,7 +262,7 @@ def _hooks(args: argparse.Namespace) -> int:
 
 def _tools(args: argparse.Namespace) -> int:
     from contextgraph.constitution import constitution
-    from contextgraph.tools.registry import build_registry
+    from contextgraph.tools.catalog import build_registry
 
     settings = _settings(args)
     registry = build_registry(constitution(), settings.profile)

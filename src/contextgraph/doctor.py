@@ -125,7 +125,8 @@ def check_indexes(home: Path) -> Check:
 
 
 def check_registry(settings: Settings) -> Check:
-    from contextgraph.tools.registry import RegistryError, build_registry
+    from contextgraph.tools.catalog import build_registry
+    from contextgraph.tools.registry import RegistryError
 
     try:
         registry = build_registry(constitution(), settings.profile)

@@ -28,7 +28,6 @@ from pydantic import ValidationError
 from contextgraph import __version__
 from contextgraph.app import App
 from contextgraph.log import get_logger
-from contextgraph.tools.context import ToolContext
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
 from contextgraph.tools.metacog import system_instructions
 
@@ -124,7 +123,7 @@ def build_server(app: App) -> ContextGraphServer:
             await bus.publish(ToolsListChanged())  # discover-era listeners
             return True
 
-        tool_ctx = ToolContext(app, session_key(ctx), notify_tools_changed, ctx.session.report_progress)
+        tool_ctx = app.tool_context(session_key(ctx), notify_tools_changed, ctx.session.report_progress)
         started = time.perf_counter()
         entry: dict[str, Any] = {"tool": params.name}
         try:
@@ -175,12 +174,12 @@ def _envelope_middleware(app: App):
                                            {"hint": invalid.hint}), app) from None
             if isinstance(result, dict):
                 structured = result.get("structuredContent") or {}
-                result["_cognitive_pulse"] = structured.get(PULSE_KEY) or app.cognition.pulse()
+                result["_cognitive_pulse"] = structured.get(PULSE_KEY) or app.services.cognition.pulse()
             return result
         result = await call_next(ctx)
         if ctx.method == "tools/list":
             # The host has what it needs to start; now warm the store and the model in the background.
-            app.memory.start_model_load()
+            app.services.perception.start_model_load()
         if ctx.method == "tools/list" and isinstance(result, dict):
             # The SDK's Tool model drops unknown fields; seed 000 FR-011 wants `aliases` on the tool itself.
             for tool in result.get("tools", []):
@@ -201,4 +200,4 @@ def _with_pulse(exc: MCPError, app: App) -> MCPError:
         data = {}
     elif not isinstance(data, dict):
         data = {"detail": data}
-    return MCPError(code=error.code, message=error.message, data={**data, PULSE_KEY: app.cognition.pulse()})
+    return MCPError(code=error.code, message=error.message, data={**data, PULSE_KEY: app.services.cognition.pulse()})

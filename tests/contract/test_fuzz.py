@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from contextgraph.app import build_app
 from contextgraph.constitution import constitution
-from contextgraph.tools.context import ToolContext
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
 
 CODES = {e.code for e in constitution().errors.values()}
@@ -45,7 +44,7 @@ def test_no_tool_crashes_on_any_input(tmp_path_factory, make_settings):
         name, arguments = call
 
         async def run():
-            return await app.dispatcher.call(name, arguments, ToolContext(app, "fuzz"))
+            return await app.dispatcher.call(name, arguments, app.tool_context("fuzz"))
 
         try:
             outcome = anyio.run(run)

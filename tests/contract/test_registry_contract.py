@@ -7,7 +7,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from contextgraph.constitution import constitution
-from contextgraph.tools.registry import CATEGORY_MODULES, build_registry
+from contextgraph.tools.catalog import CATEGORY_MODULES, build_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = build_registry(constitution(), "all")

@@ -36,7 +36,7 @@ async def search_ids(client, query):
 async def test_forget_restore_round_trip(client, app):
     a = await store(client, DEPLOY)
     b = await store(client, OTHER, link_to=[a])
-    before = app.memory.record_store.graph_read(lambda g: (g.get(a), g.fingerprint_blob(g.get(a).seq),
+    before = app.services.storage.store.graph_read(lambda g: (g.get(a), g.fingerprint_blob(g.get(a).seq),
                                                             sorted(map(repr, g.edges(a)))))
     assert a in await search_ids(client, "why did the deploy fail")
     out = await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
@@ -56,7 +56,7 @@ async def test_forget_restore_round_trip(client, app):
     assert found["tombstones"][0]["reversal_hash"] == out["reversal_hash"]
     restored = await call(client, "restore_from_hash", {"reversal_hash": out["reversal_hash"]})
     assert restored["restored"] == [a]
-    after = app.memory.record_store.graph_read(lambda g: (g.get(a), g.fingerprint_blob(g.get(a).seq),
+    after = app.services.storage.store.graph_read(lambda g: (g.get(a), g.fingerprint_blob(g.get(a).seq),
                                                            sorted(map(repr, g.edges(a)))))
     assert after[1] == before[1] and after[2] == before[2]  # identical embeddings and edges
     assert after[0].content == before[0].content and after[0].session_position == before[0].session_position
@@ -75,14 +75,14 @@ async def test_hard_delete_rules_and_expired_window(client, app):
     missing = await error(client, "forget_concept", {"node_id": a, "reason": "obsolete"})
     assert missing.code == -32009
     out = await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
-    real = app.clock.fn
-    app.clock.fn = lambda: real() + 31 * 86400
+    real = app.services.clock.fn
+    app.services.clock.fn = lambda: real() + 31 * 86400
     try:
         expired = await error(client, "restore_from_hash", {"reversal_hash": out["reversal_hash"]})
         assert expired.code == -32011 and expired.data["deleted_at"] == out["deleted_at"]  # TC-CUR-007
         assert (await call(client, "search_tombstones", {}))["count"] == 0  # outside the window
     finally:
-        app.clock.fn = real
+        app.services.clock.fn = real
     b = await store(client, OTHER)
     hard = await call(client, "forget_concept", {"node_id": b, "reason": "user_requested", "soft_delete": False,
                                                  "rationale": WHY})
@@ -96,28 +96,28 @@ async def test_tombstones_are_purged_once_their_window_has_passed(client, app):
     a = await store(client, DEPLOY)
     b = await store(client, OTHER)
     out = await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
-    store_ = app.memory.record_store
+    store_ = app.services.storage.store
     assert store_.graph_read(lambda g: g.get_tombstone(a)) is not None
-    real = app.clock.fn
-    app.clock.fn = lambda: real() + 31 * 86400
+    real = app.services.clock.fn
+    app.services.clock.fn = lambda: real() + 31 * 86400
     try:
         await call(client, "annotate_node", {"node_id": b, "annotations": {"tags": ["later"]}})  # any curation
         assert store_.graph_read(lambda g: g.get_tombstone(a)) is None  # record, fingerprint and edges gone
         late = await error(client, "restore_from_hash", {"reversal_hash": out["reversal_hash"]})
         assert late.code == -32011 and late.data["deleted_at"] == out["deleted_at"]  # still says why
     finally:
-        app.clock.fn = real
+        app.services.clock.fn = real
     assert (await call(client, "get_node_lineage", {"node_id": a}))["events"]  # the history (no content) stays
 
 
 async def test_annotate_and_boost(client, app):
     a = await store(client, DEPLOY)
     b = await store(client, DEPLOY2)
-    blob = app.memory.record_store.graph_read(lambda g: g.fingerprint_blob(g.get(a).seq))
+    blob = app.services.storage.store.graph_read(lambda g: g.fingerprint_blob(g.get(a).seq))
     out = await call(client, "annotate_node", {"node_id": a, "annotations": {
         "tags": ["ops"], "domain": "Code", "confidence": 0.8, "notes": "seen twice", "related_concepts": [b, "ci"]}})
     assert out["tags"] == ["ops"] and out["annotations"]["domain"] == "Code" and out["linked"] == [b]
-    assert app.memory.record_store.graph_read(lambda g: g.fingerprint_blob(g.get(a).seq)) == blob  # TC-CUR-008
+    assert app.services.storage.store.graph_read(lambda g: g.fingerprint_blob(g.get(a).seq)) == blob  # TC-CUR-008
     bad = await error(client, "annotate_node", {"node_id": a, "annotations": {"domain": "Cooking"}})
     assert bad.code == -32602
     up = await call(client, "boost_importance", {"node_id": a, "delta": 0.2, "rationale": WHY})  # TC-CUR-009
@@ -165,7 +165,7 @@ async def test_merge_and_restore(client, app):
     keep = await call(client, "merge_concepts", {"source_node_ids": [a, b], "target_name": "d", "rationale": WHY,
                                                  "merge_strategy": "keep_highest"})
     assert keep["content"] == DEPLOY2
-    assert app.memory.record_store.check() == []
+    assert app.services.storage.store.check() == []
 
 
 async def test_navigation(client, app):
@@ -181,7 +181,7 @@ async def test_navigation(client, app):
     assert (await error(client, "get_neighborhood", {"node_id": x, "depth": 4})).code == -32602
 
     def causal(*pairs):
-        store_ = app.memory.record_store
+        store_ = app.services.storage.store
         store_.graph_write(lambda g: [g.put_edge(Edge(s, t, "Causal", weight=0.8, created_at=time.time()))
                                       for s, t in pairs])
 
@@ -213,7 +213,7 @@ async def test_causal_edges_are_made_on_store(client, app):
     mould = await store(client, "Flooded basements cause mould on the walls.")
     asthma = await store(client, "Mould on the walls triggers asthma attacks.")
     lone = await store(client, OTHER)
-    edges = app.memory.record_store.graph_read(lambda g: [e for n in (rain, mould, asthma, lone)
+    edges = app.services.storage.store.graph_read(lambda g: [e for n in (rain, mould, asthma, lone)
                                                           for e in g.edges_out(n) if e.type == "Causal"])
     pairs = {(e.source, e.target): e for e in edges}
     assert set(pairs) == {(rain, mould), (mould, asthma)}  # cause → effect, nothing for the unrelated memory
@@ -226,7 +226,7 @@ async def test_causal_edges_are_made_on_store(client, app):
     # a restatement of rain → flooding (effect first this time) matches rain both ways: no edge between them,
     # but its effect is mould's cause
     same = await store(client, "Flooded basements are caused by heavy rain.")
-    causal = app.memory.record_store.graph_read(lambda g: [e for e in g.edges(same) if e.type == "Causal"])
+    causal = app.services.storage.store.graph_read(lambda g: [e for e in g.edges(same) if e.type == "Causal"])
     assert {(e.source, e.target) for e in causal} == {(same, mould)}
 
 
@@ -274,13 +274,13 @@ async def test_a_store_opened_after_the_window_purges_what_expired(client, app, 
 
     a = await store(client, DEPLOY)
     await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
-    st = app.memory.record_store
+    st = app.services.storage.store
     doc, blob = st.graph_read(lambda g: g.get_tombstone(a))
     st.graph_write(lambda g: g.put_tombstone(a, {**doc, "deleted_at": doc["deleted_at"] - 31 * 86400}, blob))
-    app.memory.close()
+    app.close()
     again = build_app(settings)
     try:
-        again.memory.open()
-        assert again.memory.record_store.graph_read(lambda g: g.get_tombstone(a)) is None
+        again.services.storage.open()
+        assert again.services.storage.store.graph_read(lambda g: g.get_tombstone(a)) is None
     finally:
-        again.memory.close()
+        again.close()

@@ -47,7 +47,7 @@ async def error_of(client, name, arguments):
 
 
 def stored_fingerprint(app, memory_id):
-    store = app.memory.record_store
+    store = app.services.storage.store
     return store.fingerprints([store.get(memory_id).seq])[0]
 
 
@@ -230,7 +230,7 @@ async def process(settings):
         async with Client(build_server(app), mode="legacy") as client:
             yield app, client
     finally:
-        app.memory.close()
+        app.close()
 
 
 async def test_engine_state_survives_a_restart(make_settings, tmp_path):
@@ -243,9 +243,9 @@ async def test_engine_state_survives_a_restart(make_settings, tmp_path):
         ego = await tool(client, "get_ego_state")
 
     async with process(settings) as (second, client):
-        second.memory.open()  # loads the engine document; nothing has advanced the network yet
-        saved = second.memory.record_store.get_document("cognitive_engine")["cognition"]["network"]
-        assert second.cognition.network.to_doc() == saved
+        second.services.storage.open()  # loads the engine document; nothing has advanced the network yet
+        saved = second.services.storage.store.get_document("cognitive_engine")["cognition"]["network"]
+        assert second.services.cognition.network.to_doc() == saved
         again = await tool(client, "utl_status")
         assert again["operations"] == 3 and again["entropy"] == utl["entropy"]
         assert again["per_space"] == utl["per_space"]

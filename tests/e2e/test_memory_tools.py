@@ -75,7 +75,7 @@ async def test_empty_store_search_says_so(client):
 async def test_pii_is_redacted_before_storage(client, app):
     out = await store(client, "Deploy with key sk-proj-abcdEFGH1234ijklMNOP5678 and password: hunter2hunter")
     assert out["redacted"] == ["api_key", "password"] and "message" in out
-    record = app.memory.record_store.get(out["id"])
+    record = app.services.storage.store.get(out["id"])
     assert "sk-proj" not in record.content and "hunter2hunter" not in record.content
     assert "[REDACTED:api_key]" in record.content
     found = (await client.call_tool("search_graph", {"query": "deploy key"})).structured_content
@@ -95,21 +95,21 @@ async def test_store_errors(client, app):
     with pytest.raises(MCPError) as info:
         await client.call_tool("store_memory", {"content": "c", "rationale": RATIONALE, "link_to": ["0" * 32]})
     assert info.value.code == -32012 and info.value.data["missing"] == ["0" * 32]
-    assert app.memory.record_store.count() == 0  # failed calls left the store as it was
+    assert app.services.storage.store.count() == 0  # failed calls left the store as it was
 
 
 async def test_links_and_importance_are_kept(client, app):
     first = await store(client, "The cache layer sits in front of Postgres.")
     second = await store(client, "Cache invalidation happens on every write.", link_to=[first["id"]],
                          importance=0.9, tags=["cache", "db", "cache"])
-    record = app.memory.record_store.get(second["id"])
+    record = app.services.storage.store.get(second["id"])
     assert record.links == (first["id"],) and record.importance == 0.9 and record.tags == ("cache", "db")
 
 
 async def test_inject_context_reports_utl_and_related(client, app):
     for text, modality in MEMORIES:
         await store(client, text, modality)
-    before = app.cognition.pulse()
+    before = app.services.cognition.pulse()
     out = (await client.call_tool("inject_context", {
         "content": "Long database migrations make deploys fail; run them before the release.",
         "rationale": "lesson from the incident", "related_k": 3})).structured_content
@@ -118,7 +118,7 @@ async def test_inject_context_reports_utl_and_related(client, app):
     assert 0.0 <= utl["entropy"] <= 1.0 and 0.0 <= utl["learningScore"] <= 1.0
     assert out["related"][0]["content"].startswith("The deploy failed")
     assert len(out["related"]) == 3 and out["id"] not in [r["id"] for r in out["related"]]
-    assert app.cognition.pulse()["entropy"] < before["entropy"]  # the pulse now reflects real operations
+    assert app.services.cognition.pulse()["entropy"] < before["entropy"]  # the pulse now reflects real operations
 
 
 async def test_novel_content_is_more_novel_than_a_near_duplicate(client):
@@ -178,7 +178,7 @@ async def test_reindex_rebuilds_what_search_uses(app, settings):
         for text, modality in MEMORIES:
             await store(client, text, modality)
         before = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
-    app.memory.close()
+    app.close()
     script = Path(sys.executable).parent / "contextgraph"
     out = subprocess.run([str(script), "reindex", "--home", str(settings.home)], capture_output=True, text=True,
                          timeout=120)
@@ -192,5 +192,5 @@ async def test_reindex_rebuilds_what_search_uses(app, settings):
         async with Client(build_server(reopened), mode="legacy") as client:
             after = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
     finally:
-        reopened.memory.close()
+        reopened.close()
     assert [r["id"] for r in after["results"]] == [r["id"] for r in before["results"]]

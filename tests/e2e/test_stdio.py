@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from contextgraph.constitution import constitution
-from contextgraph.tools.registry import build_registry
+from contextgraph.tools.catalog import build_registry
 
 pytestmark = pytest.mark.anyio
 SCRIPT = Path(sys.executable).parent / "contextgraph"

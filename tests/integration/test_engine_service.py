@@ -29,20 +29,20 @@ async def inject(call, content):
 async def test_a_novel_memory_raises_entropy(call, app):
     for text in TOPIC:
         await inject(call, text)
-    before = app.cognition.pulse()["entropy"]
+    before = app.services.cognition.pulse()["entropy"]
     utl = (await inject(call, NOVEL[0]))["utl"]
     assert utl["entropy"] > before  # this operation was more surprising than the running average
-    assert app.cognition.pulse()["entropy"] > before
+    assert app.services.cognition.pulse()["entropy"] > before
     assert utl["delta_s"]["semantic"] > 0.5
 
 
 async def test_near_duplicates_raise_coherence(call, app):
     for text in TOPIC[:3] + NOVEL:
         await inject(call, text)
-    before = app.cognition.pulse()["coherence"]
+    before = app.services.cognition.pulse()["coherence"]
     for text in TOPIC[:3]:  # each stored again, nearly verbatim
         await inject(call, text.replace("The ", "the ", 1))
-    after = app.cognition.pulse()["coherence"]
+    after = app.services.cognition.pulse()["coherence"]
     assert after > before
 
 
@@ -104,11 +104,11 @@ async def test_e11_scores_relation_triples_by_transe_once_the_relation_is_known(
     assert utl["methods"]["entity"].startswith("transe") and "uses (3 triples)" in utl["methods"]["entity"]
     no_triple = (await inject(call, NOVEL[0]))["utl"]["methods"]["entity"]
     assert no_triple.startswith("knn") and "no relation triple" in no_triple
-    store = app.memory.record_store
+    store = app.services.storage.store
     assert sorted(t[3] for t in store.live_triples()) == ["LMDB", "Postgres", "argparse", "hnswlib"]
     # a forgotten memory's triples stop counting, and come back with it
     memory_id = store.live_triples()[0][0]
-    translations = app.memory.delta_sc.translations
+    translations = app.services.storage.delta_sc.translations
     assert translations.get(store).counts["uses"] == 4
     forgotten = (await call("forget_concept", {"node_id": memory_id, "reason": "obsolete",
                                              "rationale": RATIONALE})).payload

@@ -7,7 +7,6 @@ from structlog.testing import capture_logs
 from contextgraph.app import build_app
 from contextgraph.constitution import constitution
 from contextgraph.errors import NodeNotFound
-from contextgraph.tools.context import ToolContext
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
 from contextgraph.tools.registry import Alias, Registry
 from contextgraph.tools.spec import Args, ToolSpec
@@ -52,7 +51,7 @@ async def _ok():
 
 
 async def run(app, name, arguments=None):
-    return await app.dispatcher.call(name, arguments, ToolContext(app), request_id=7)
+    return await app.dispatcher.call(name, arguments, app.tool_context(), request_id=7)
 
 
 async def failure(app, name, arguments=None) -> ToolCallFailed:
@@ -123,7 +122,7 @@ async def test_crash_becomes_32603_without_traceback(app):
     assert f.data["request_id"] == 7 and len(f.data["error_id"]) == 12
     assert "Traceback" not in f.message and "secret internals" not in f.message
     assert "secret internals" not in repr(f.data)
-    logged = app.log_ring.query("error", 10)
+    logged = app.services.log_ring.query("error", 10)
     assert logged and logged[-1]["error_id"] == f.data["error_id"]
     assert "RuntimeError" in logged[-1]["error"]  # the ring keeps the type, the traceback went to stderr only
 

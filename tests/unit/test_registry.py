@@ -1,7 +1,8 @@
 import pytest
 
 from contextgraph.constitution import constitution
-from contextgraph.tools.registry import Alias, Registry, RegistryError, build_registry, check_aliases
+from contextgraph.tools.catalog import build_registry
+from contextgraph.tools.registry import Alias, Registry, RegistryError, check_aliases
 from contextgraph.tools.spec import Args, ToolSpec
 
 C = constitution()

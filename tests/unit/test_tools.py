@@ -3,7 +3,6 @@
 import pytest
 
 from contextgraph.app import build_app
-from contextgraph.tools.context import ToolContext
 from contextgraph.tools.dispatch import ToolCallFailed
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +55,7 @@ async def test_tool_load_is_idempotent_and_notifies_once(core_app):
         sent.append(1)
         return True
 
-    ctx = ToolContext(core_app, "s", notify)
+    ctx = core_app.tool_context("s", notify)
     before = (await core_app.dispatcher.call("tool_active", {}, ctx)).payload
     assert "get_system_logs" not in [t["name"] for t in before["tools"]]
     out = (await core_app.dispatcher.call("tool_load", {"names": ["get_system_logs", "tool_find"]}, ctx)).payload
@@ -70,7 +69,7 @@ async def test_tool_load_is_idempotent_and_notifies_once(core_app):
 async def test_tool_load_is_all_or_nothing(core_app):
     with pytest.raises(ToolCallFailed) as info:
         await core_app.dispatcher.call("tool_load", {"names": ["get_system_logs", "no_such_tool"]},
-                                       ToolContext(core_app))
+                                       core_app.tool_context())
     assert info.value.code == -32004 and info.value.data["unknown"] == ["no_such_tool"]
     assert "get_system_logs" not in core_app.registry.active
 
@@ -83,7 +82,7 @@ async def test_tool_active_empty_list_has_a_message(app, call):
 
 # -- tool_call -----------------------------------------------------------------------------------------------
 async def test_tool_call_runs_inactive_tools_through_the_same_checks(core_app):
-    ctx = ToolContext(core_app)
+    ctx = core_app.tool_context()
     out = (await core_app.dispatcher.call(
         "tool_call", {"name": "get_system_logs", "arguments": {"limit": 1}}, ctx)).payload
     assert out["tool"] == "get_system_logs" and out["result"]["filters"]["limit"] == 1

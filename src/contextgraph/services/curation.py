@@ -12,12 +12,14 @@ import dataclasses
 import re
 import uuid
 from datetime import datetime, timezone
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import numpy as np
 
 from contextgraph.clock import Clock
+from contextgraph.constitution import Constitution
 from contextgraph.errors import (
     InvalidParams,
     NodeNotFound,
@@ -28,11 +30,14 @@ from contextgraph.errors import (
 )
 from contextgraph.graph.kernels import neighbour_entropy, reversal_hash
 from contextgraph.log import get_logger
+from contextgraph.services.perception import Perception
+from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.tombstones import purge_expired
-from contextgraph.storage.base import Edge, MemoryRecord
+from contextgraph.storage.base import Edge, GraphTxn, MemoryRecord
 from contextgraph.storage.codec import decode_record, encode_fingerprint, encode_record
 
 _log = get_logger("curation")
+T = TypeVar("T")
 SUMMARIZE_METHOD = ("extractive: the sources' distinct sentences in order, duplicates dropped; no language model "
                     "is available to write an abstractive summary")
 
@@ -64,8 +69,9 @@ def extractive_summary(contents: list[str]) -> str:
 
 
 class CurationService:
-    def __init__(self, memory: Any, constitution: Any, clock: Clock) -> None:
-        self.memory = memory
+    def __init__(self, storage: StoreHandle, perception: Perception, constitution: Constitution, clock: Clock) -> None:
+        self.storage = storage
+        self.perception = perception  # a merge embeds its combined content
         self.clock = clock
         c = constitution["curation"]
         self.window_s = float(c["recovery_window_days"]) * 86400.0
@@ -77,22 +83,21 @@ class CurationService:
         self.link_weight = float(constitution["graph"]["merge_link_weight"])
 
     # -- plumbing ----------------------------------------------------------------------------------------------
-    async def _write(self, fn: Any) -> Any:
-        memory = self.memory
-        memory.open()
+    async def _write(self, fn: Callable[[GraphTxn], T]) -> T:
+        storage = await self.storage.ready()
         now = self.clock.now()
 
-        def purge_then(g: Any) -> Any:
+        def purge_then(g: GraphTxn) -> T:
             purge_expired(g, now, self.window_s)  # what has outlived its recovery window goes first
             return fn(g)
 
-        result = await memory.writer.submit(memory.record_store.graph_write, purge_then)
+        result = await storage.writer.submit(storage.store.graph_write, purge_then)
         # bring this process's indexes up to date now (deletes leave every space, restores come back)
-        await anyio.to_thread.run_sync(memory.indexes.catch_up, memory.record_store)
+        await anyio.to_thread.run_sync(storage.indexes.catch_up, storage.store)
         return result
 
     @staticmethod
-    def _require(g: Any, node_id: str) -> MemoryRecord:
+    def _require(g: GraphTxn, node_id: str) -> MemoryRecord:
         record = g.get(node_id)
         if record is not None:
             return record
@@ -115,7 +120,7 @@ class CurationService:
                                 allowed_reasons=["user_requested"])
         now = self.clock.now()
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             if g.get_tombstone(node_id) is not None:
                 raise TombstoneExists(f"Memory {node_id} is already soft-deleted.", node_id=node_id,
                                       reversal_hash=g.get_tombstone(node_id)[0]["reversal_hash"])
@@ -144,7 +149,7 @@ class CurationService:
     async def restore(self, h: str) -> dict[str, Any]:
         now = self.clock.now()
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             op = g.get_reversal(h)
             if op is None:
                 raise NodeNotFound("No undoable operation has this reversal_hash (it was restored already, or "
@@ -191,7 +196,7 @@ class CurationService:
     async def annotate(self, node_id: str, annotations: dict[str, Any]) -> dict[str, Any]:
         now = self.clock.now()
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             record = self._require(g, node_id)
             added = [t.strip() for t in annotations.get("tags") or [] if t.strip()]
             tags = tuple(dict.fromkeys([*record.tags, *added]))
@@ -217,19 +222,20 @@ class CurationService:
         return await self._write(fn)
 
     async def neighbour_entropy(self, record: MemoryRecord) -> float:
-        memory = self.memory
+        store, indexes = self.storage.store, self.storage.indexes
 
         def run() -> float:
-            (fp,) = memory.record_store.fingerprints([record.seq], spaces=[1])
-            hits = memory.indexes.search(1, fp[1], self.neighbour_k + 1)
+            (fp,) = store.fingerprints([record.seq], spaces=[1])
+            if fp is None:
+                raise NodeNotFound(f"Memory {record.id} was deleted meanwhile.", node_id=record.id)
+            hits = indexes.search(1, fp[1], self.neighbour_k + 1)
             return neighbour_entropy([s for seq, s in hits if seq != record.seq][: self.neighbour_k])
 
         return await anyio.to_thread.run_sync(run)
 
     async def boost(self, node_id: str, delta: float, rationale: str) -> dict[str, Any]:
-        memory = self.memory
-        memory.open()
-        record = memory.record_store.graph_read(lambda g: self._require(g, node_id))
+        storage = await self.storage.ready()
+        record = storage.store.graph_read(lambda g: self._require(g, node_id))
         entropy = await self.neighbour_entropy(record)
         projected = min(1.0, max(0.0, record.importance + delta))
         # SPEC §10: a node made dominant while unlike its neighbourhood is semantic cancer; lowering is always fine
@@ -241,7 +247,7 @@ class CurationService:
                 neighbour_entropy=round(entropy, 4))
         now = self.clock.now()
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             current = self._require(g, node_id)
             new_importance = min(1.0, max(0.0, current.importance + delta))
             g.update(dataclasses.replace(current, importance=new_importance, updated_at=now))
@@ -256,14 +262,13 @@ class CurationService:
     # -- merge -------------------------------------------------------------------------------------------------
     async def merge(self, ids: list[str], *, target_name: str, strategy: str, rationale: str,
                     force: bool) -> dict[str, Any]:
-        memory = self.memory
-        memory.open()
-        store = memory.record_store
+        store = (await self.storage.ready()).store
         ids = list(dict.fromkeys(ids))
         if len(ids) < 2:
             raise InvalidParams("merge_concepts needs at least two distinct source_node_ids.", field="source_node_ids")
         records: list[MemoryRecord] = store.graph_read(lambda g: [self._require(g, i) for i in ids])
-        vectors = [np.asarray(fp[1], dtype=np.float64) for fp in store.fingerprints([r.seq for r in records], [1])]
+        vectors = [np.asarray(fp[1], dtype=np.float64)
+                   for fp in store.fingerprints([r.seq for r in records], [1]) if fp is not None]
         unit = [v / (np.linalg.norm(v) or 1.0) for v in vectors]
         min_cos = min(float(unit[i] @ unit[j]) for i in range(len(unit)) for j in range(i + 1, len(unit)))
         now = self.clock.now()
@@ -282,7 +287,7 @@ class CurationService:
         else:
             content = extractive_summary([r.content for r in records])
         head = ordered[0]
-        (fingerprint,), (triples,) = await memory.embed_texts([content], head.modality, head.session)
+        (fingerprint,), (triples,) = await self.perception.embed_texts([content], head.modality, head.session)
         blob = encode_fingerprint(fingerprint)
         merged_id = uuid.uuid4().hex
         op = {"op": "merge", "ids": ids, "merged_id": merged_id, "at": now}
@@ -297,7 +302,7 @@ class CurationService:
         )
         source_set = set(ids)
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             for i in ids:
                 self._require(g, i)  # still there: nothing was forgotten or merged meanwhile
             inherited: dict[tuple[str, str, str], Edge] = {}
@@ -336,7 +341,7 @@ class CurationService:
         op = {"op": "link", "ids": ids, "edges": [[s, t, "Relational"] for s, t in pairs], "at": now}
         h = reversal_hash(op)
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             for i in ids:
                 self._require(g, i)
             for s, t in pairs:

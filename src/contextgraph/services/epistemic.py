@@ -21,9 +21,15 @@ from typing import Any
 import anyio
 import numpy as np
 
+from contextgraph.constitution import Constitution
+from contextgraph.embedders.pipeline import FingerprintPipeline
 from contextgraph.fingerprint import SPACES
 from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.johari import ASPECT
+from contextgraph.services.perception import Perception
+from contextgraph.services.store_handle import StoreHandle
+from contextgraph.storage.base import MemoryRecord
 from contextgraph.utl import delta_c as dc
 
 GENERIC_QUESTION = ("What domain are you working in, and what are you trying to achieve? A sentence or two about "
@@ -50,7 +56,8 @@ def _preview(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def epistemic_action(memory: Any, cognition: Any, constitution: Any, force: bool) -> dict[str, Any]:
+async def epistemic_action(storage: StoreHandle, perception: Perception, cognition: CognitiveState,
+                           constitution: Constitution, force: bool) -> dict[str, Any]:
     e = constitution["epistemic"]
     low, min_memories = float(e["low_coherence"]), int(e["min_memories"])
     pulse = cognition.pulse()
@@ -66,17 +73,16 @@ async def epistemic_action(memory: Any, cognition: Any, constitution: Any, force
                 "expected_entropy_reduction": 0.0, "suggested_follow_up": None,
                 "reason": f"coherence {coherence:.3f} is not below {low} and the pulse suggests "
                           f"{pulse['suggested_action']}; pass force=true for a question anyway"}
-    memory.open()
-    store = memory.record_store
+    store = (await storage.ready()).store
     count = store.count()
     if count < min_memories:
         return {"action_type": "ask_user", **base, "question": GENERIC_QUESTION, "focal_nodes": [],
                 "expected_entropy_reduction": round(alpha * entropy, p),
                 "suggested_follow_up": "store the answer with inject_context: it becomes the first anchor",
                 "reason": f"only {count} memories (fewer than {min_memories}): nothing to focus on yet"}
-    pipeline = await memory.pipeline()
+    pipeline = await perception.pipeline()
     focal = await anyio.to_thread.run_sync(
-        lambda: _focal(memory, pipeline, constitution, state["coherence_history"]))
+        lambda: _focal(storage, pipeline, constitution, state["coherence_history"]))
     per_space = state["delta_s"]
     target = int(np.argmax(per_space)) + 1  # the space the recent operations understood least
     quoted = [f"“{_preview(r.content)}”" for r, _ in focal]
@@ -100,13 +106,14 @@ async def epistemic_action(memory: Any, cognition: Any, constitution: Any, force
     }
 
 
-def _focal(memory: Any, pipeline: Any, constitution: Any, history: list[float]) -> list[tuple[Any, float]]:
+def _focal(storage: StoreHandle, pipeline: FingerprintPipeline, constitution: Constitution,
+           history: list[float]) -> list[tuple[MemoryRecord, float]]:
     """(record, E1 coherence) of the least coherent recent memories, lowest first."""
     e = constitution["epistemic"]
     k = int(constitution["utl"]["knn_k"])
     threshold = float(constitution["memory"]["connectivity_threshold"])
     weights = constitution["utl"]["delta_c_weights"]
-    store, indexes = memory.record_store, memory.indexes
+    store, indexes = storage.store, storage.indexes
     by_space = {emb.space: emb for emb in pipeline.embedders}
     consistency = dc.consistency(history)
     recent = store.graph_read(lambda g: g.recent(int(e["focal_window"]), None, None))

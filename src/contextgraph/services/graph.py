@@ -8,19 +8,24 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import numpy as np
 
 from contextgraph.clock import Clock
+from contextgraph.constitution import Constitution
 from contextgraph.errors import NodeNotFound
+from contextgraph.graph import hyperbolic as hb
 from contextgraph.graph.kernels import effective_weight, first_cycle, shortest_path
 from contextgraph.services.curation import iso, record_from_doc
-from contextgraph.services.memory import record_summary
-from contextgraph.storage.base import Edge
+from contextgraph.services.memory_payloads import record_summary
+from contextgraph.services.store_handle import StoreHandle
+from contextgraph.storage.base import Edge, GraphTxn, MemoryRecord
 
 _CITATION = re.compile(r"^\[node_([a-f0-9]{1,32})\]$")
 _PREVIEW = 280
+T = TypeVar("T")
 
 
 def edge_view(edge: Edge, seen_from: str) -> dict[str, Any]:
@@ -37,19 +42,19 @@ def edge_view(edge: Edge, seen_from: str) -> dict[str, Any]:
 
 
 class GraphService:
-    def __init__(self, memory: Any, constitution: Any, clock: Clock) -> None:
-        self.memory = memory
+    def __init__(self, storage: StoreHandle, constitution: Constitution, clock: Clock) -> None:
+        self.storage = storage
         self.clock = clock
         self.window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
         self.max_nodes = int(constitution["graph"]["neighborhood_max_nodes"])
         self.hierarchy = constitution["graph"]["hierarchy"]
 
-    async def _read(self, fn: Callable[[Any], Any]) -> Any:
-        store = self.memory.record_store
+    async def _read(self, fn: Callable[[GraphTxn], T]) -> T:
+        store = (await self.storage.ready()).store
         return await anyio.to_thread.run_sync(store.graph_read, fn)
 
     @staticmethod
-    def _require(g: Any, node_id: str) -> Any:
+    def _require(g: GraphTxn, node_id: str) -> MemoryRecord:
         record = g.get(node_id)
         if record is None:
             hint = (" It is soft-deleted; search_tombstones finds it." if g.get_tombstone(node_id) is not None
@@ -61,7 +66,7 @@ class GraphService:
                            min_weight: float) -> dict[str, Any]:
         wanted = set(edge_types) if edge_types else None
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             self._require(g, node_id)
             seen = {node_id}
             frontier = deque([(node_id, 0)])
@@ -93,7 +98,7 @@ class GraphService:
         return await self._read(fn)
 
     async def recent(self, limit: int, since: float | None, session: str | None) -> dict[str, Any]:
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             records = g.recent(limit, since, session)
             return {"memories": [{**record_summary(r, preview=_PREVIEW), "last_accessed": r.last_accessed,
                                   "access_count": r.access_count} for r in records],
@@ -103,7 +108,7 @@ class GraphService:
         return await self._read(fn)
 
     async def causal_path(self, source: str, target: str, max_hops: int, direction: str) -> dict[str, Any]:
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             self._require(g, source)
             self._require(g, target)
             # the Causal subgraph reachable within max_hops, in the requested direction
@@ -159,19 +164,14 @@ class GraphService:
         """Ancestors (cones containing the node) and descendants (inside its cone) among the node's nearest
         memories in E1 (or E5/E7), mapped into a Poincaré ball by graph.hyperbolic. Bounded: one index query
         of `neighbours` and one fingerprint read, so it costs the same at 10K memories as at 100."""
-        import numpy as np
-
-        from contextgraph.graph import hyperbolic as hb
-
         h = self.hierarchy
         space = int(space_name[1:])
-        memory = self.memory
-        memory.open()
-        record = memory.record_store.graph_read(lambda g: self._require(g, node_id))
+        storage = await self.storage.ready()
+        record = storage.store.graph_read(lambda g: self._require(g, node_id))
 
         def run() -> dict[str, Any]:
             started = time.perf_counter()
-            store, indexes = memory.record_store, memory.indexes
+            store, indexes = storage.store, storage.indexes
             indexes.catch_up(store)
             (fp,) = store.fingerprints([record.seq], spaces=[space])
             hits = [(seq, score) for seq, score in indexes.search(space, fp[space], int(h["neighbours"]) + 1)
@@ -222,7 +222,7 @@ class GraphService:
         return await anyio.to_thread.run_sync(run)
 
     async def lineage(self, node_id: str) -> dict[str, Any]:
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             events = g.lineage(node_id)
             record = g.get(node_id)
             tomb = g.get_tombstone(node_id)
@@ -240,7 +240,7 @@ class GraphService:
                                "[node_3fa2b1].", field="citation_tag")
         prefix = match.group(1)
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             ids = g.ids_with_prefix(prefix, limit=2)
             if not ids:
                 raise NodeNotFound(f"No live memory's id starts with {prefix}.", field="citation_tag")
@@ -258,7 +258,7 @@ class GraphService:
         now = self.clock.now()
         terms = set(re.findall(r"\w+", query.lower())) if query else set()
 
-        def fn(g: Any) -> dict[str, Any]:
+        def fn(g: GraphTxn) -> dict[str, Any]:
             found = []
             for node_id, doc in g.tombstones():
                 at = doc["deleted_at"]

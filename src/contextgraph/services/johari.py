@@ -13,8 +13,13 @@ from typing import Any
 
 import anyio
 
+from contextgraph.constitution import Constitution
+from contextgraph.errors import NodeNotFound
 from contextgraph.fingerprint import SPACES
+from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.delta_sc import DeltaSc
+from contextgraph.services.perception import Perception
+from contextgraph.services.store_handle import StoreHandle
 
 # What each space knows about a memory, for the cross-space insights ("knows what, not why").
 ASPECT = {
@@ -47,24 +52,27 @@ def insights(quadrants: list[str]) -> list[str]:
     return out
 
 
-async def classify_memory(memory: Any, cognition: Any, constitution: Any, memory_id: str) -> dict[str, Any]:
-    record = memory.live_record(memory_id)
-    store = memory.record_store
-    pipeline = await memory.pipeline()
+async def classify_memory(storage: StoreHandle, perception: Perception, cognition: CognitiveState,
+                          constitution: Constitution, memory_id: str) -> dict[str, Any]:
+    store = (await storage.ready()).store
+    record = storage.live_record(memory_id)
+    pipeline = await perception.pipeline()
     utl = constitution["utl"]
     threshold = float(utl["johari_threshold"])
     state = cognition.snapshot()
-    edge_weights = [e.weight for e in memory.edges_of(memory_id)]
-    own = memory.stored_triples(memory_id)
+    edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(memory_id))]
+    own = store.triples_of(memory_id)
 
     def run() -> DeltaSc:
         (fp,) = store.fingerprints([record.seq])
-        return memory.delta_sc.compute(store, memory.indexes, pipeline.embedders, fp,
-                                       coherence_history=state["coherence_history"],
-                                       phase_spread=state["phase_spread"],
-                                       emotional_weight=state["emotional_weight"],
-                                       exclude=frozenset({record.seq}), edge_weights=edge_weights,
-                                       triples=own, own_triples=own)
+        if fp is None:
+            raise NodeNotFound(f"Memory {memory_id} was deleted while it was being classified.", node_id=memory_id)
+        return storage.delta_sc.compute(store, storage.indexes, pipeline.embedders, fp,
+                                        coherence_history=state["coherence_history"],
+                                        phase_spread=state["phase_spread"],
+                                        emotional_weight=state["emotional_weight"],
+                                        exclude=frozenset({record.seq}), edge_weights=edge_weights,
+                                        triples=own, own_triples=own)
 
     result = await anyio.to_thread.run_sync(run)
     rows = []

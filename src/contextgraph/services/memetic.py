@@ -12,17 +12,23 @@ from typing import Any
 
 import anyio
 
+from contextgraph.constitution import Constitution
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.perception import Perception
+from contextgraph.services.store_handle import StoreHandle
+from contextgraph.services.workspace import WorkspaceService
+from contextgraph.storage.base import GraphTxn
 from contextgraph.utl.johari import classify
 
 
-async def memetic_status(memory: Any, cognition: Any, workspace: Any, constitution: Any) -> dict[str, Any]:
-    memory.open()
-    store = memory.record_store
+async def memetic_status(storage: StoreHandle, perception: Perception, cognition: CognitiveState,
+                         workspace: WorkspaceService, constitution: Constitution) -> dict[str, Any]:
+    store = (await storage.ready()).store
     window = int(constitution["memetic"]["curation_window"])
     theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
 
     def scan() -> tuple[int, int, list[dict], list[str], int]:
-        def read(g: Any) -> tuple[int, list[dict], list[str], int]:
+        def read(g: GraphTxn) -> tuple[int, list[dict], list[str], int]:
             recent = g.recent(window, None, None)
             duplicates, orphans, seen = [], [], set()
             for record in recent:
@@ -58,7 +64,7 @@ async def memetic_status(memory: Any, cognition: Any, workspace: Any, constituti
             "suggestedAction": pulse["suggested_action"],
         },
         "layers": {
-            "perception": {"status": memory.model_status(), "spaces": 13},
+            "perception": {"status": perception.model_status(), "spaces": 13},
             "memory": {"status": "active" if count else "empty", "memories": count, "edges": edges},
             "reasoning": {"status": "active" if count else "empty",
                           "retrieval_stages": "S1, S2, S3, S5 (S4 waits for a north star)",

@@ -24,7 +24,11 @@ import numpy as np
 from contextgraph.embedders.validation import check_fingerprint
 from contextgraph.errors import DimensionMismatch, InvalidFingerprint, InvalidParams, NodeNotFound
 from contextgraph.fingerprint import SPACES, Fingerprint, Sparse
+from contextgraph.constitution import Constitution
+from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.delta_sc import DeltaSc
+from contextgraph.services.perception import Perception
+from contextgraph.services.store_handle import StoreHandle
 from contextgraph.utl.johari import classify
 
 _SPACE_KEY = re.compile(r"E?([0-9]{1,2})", re.ASCII | re.IGNORECASE)
@@ -92,19 +96,20 @@ def fingerprint_to_json(fingerprint: Fingerprint) -> dict[str, Any]:
     return out
 
 
-async def compute(memory: Any, cognition: Any, constitution: Any, vertex_id: str, *,
+async def compute(storage: StoreHandle, perception: Perception, cognition: CognitiveState, constitution: Constitution,
+                  vertex_id: str, *,
                   new_fingerprint: Any = None, new_content: str | None = None, old_fingerprint: Any = None,
                   old_content: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
-    record = memory.live_record(vertex_id)  # compute_delta_sc scores an update of a stored memory
-    store = memory.record_store
-    pipeline = await memory.pipeline()
+    store = (await storage.ready()).store
+    record = storage.live_record(vertex_id)  # compute_delta_sc scores an update of a stored memory
+    pipeline = await perception.pipeline()
     manifest = pipeline.manifest()
     new = parse_fingerprint(new_fingerprint, manifest, "new_fingerprint") if new_fingerprint is not None else None
     old = parse_fingerprint(old_fingerprint, manifest, "old_fingerprint") if old_fingerprint is not None else None
     to_embed = [text for text in (new_content if new is None else None, old_content if old is None else None) if text]
-    embedded, triples = await memory.embed_texts(to_embed, record.modality, record.session) if to_embed else ([], [])
-    own_triples = memory.stored_triples(vertex_id)  # taken out of the TransE fit: the vertex is not its own context
+    embedded, triples = await perception.embed_texts(to_embed, record.modality, record.session) if to_embed else ([], [])
+    own_triples = store.triples_of(vertex_id)  # taken out of the TransE fit: the vertex is not its own context
     new_triples: list = []
     old_triples: list = []
     if new is None:
@@ -116,15 +121,15 @@ async def compute(memory: Any, cognition: Any, constitution: Any, vertex_id: str
         raise NodeNotFound(f"Memory {vertex_id} was deleted while its update was being scored.",
                            node_id=vertex_id)
     state = cognition.snapshot()
-    edge_weights = [e.weight for e in memory.edges_of(vertex_id)]
+    edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(vertex_id))]
 
     def run() -> tuple[DeltaSc, DeltaSc]:
         kw = dict(coherence_history=state["coherence_history"], phase_spread=state["phase_spread"],
                   emotional_weight=state["emotional_weight"], exclude=frozenset({record.seq}),
                   edge_weights=edge_weights, own_triples=own_triples)
         embedders = pipeline.embedders
-        return (memory.delta_sc.compute(store, memory.indexes, embedders, new, triples=new_triples, **kw),
-                memory.delta_sc.compute(store, memory.indexes, embedders, old, triples=old_triples, **kw))
+        return (storage.delta_sc.compute(store, storage.indexes, embedders, new, triples=new_triples, **kw),
+                storage.delta_sc.compute(store, storage.indexes, embedders, old, triples=old_triples, **kw))
 
     after, before = await anyio.to_thread.run_sync(run)
     p = int(constitution.get("pulse.precision"))

@@ -20,13 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-import anyio
 import numpy as np
 
-from contextgraph.errors import NodeNotFound
-from contextgraph.fingerprint import SPACES
 from contextgraph.gwt import workspace as ws
-from contextgraph.gwt.binding import binding, binding_batch, rank_agreement
+from contextgraph.gwt.binding import binding_batch
 
 NO_NORTH_STAR_ALIGNMENT = 1.0  # no north star yet: alignment cannot rank, so it is neutral for every memory
 
@@ -196,30 +193,3 @@ class WorkspaceService:
             self.counts.update(doc.get("counts", {}))
             self.dopamine_requested = float(doc.get("dopamine_requested", 0.0))
             self.dirty = False
-
-
-async def broadcast_memory(memory: Any, workspace: WorkspaceService, memory_id: str, importance: float,
-                           alignment: float, force: bool) -> dict[str, Any]:
-    """trigger_workspace_broadcast: r_m of a stored memory against the current context — its standing in each
-    space among the last operation's candidates (gwt.binding.rank_agreement) — then the broadcast."""
-    record = memory.live_record(memory_id)
-    store = memory.record_store
-    context, reference = workspace.context
-    r, psi = None, 0.0
-    agreements: list[float] = []
-    if context is not None and reference:
-        await memory.pipeline()
-
-        def measure() -> list[float]:
-            (fp,) = store.fingerprints([record.seq])
-            if fp is None:
-                raise NodeNotFound(f"Memory {memory_id} was deleted while it was being measured.",
-                                   node_id=memory_id)
-            scores = memory.space_scores(context, [fp])
-            return [rank_agreement(scores[s.id][0], reference[s.id]) for s in SPACES]
-
-        agreements = await anyio.to_thread.run_sync(measure)
-        r, psi = binding(np.asarray(agreements))
-    result = workspace.broadcast(memory_id, r, importance, alignment, force, psi)
-    result["agreements"] = {f"E{s.id}": round(a, 6) for s, a in zip(SPACES, agreements)}
-    return result

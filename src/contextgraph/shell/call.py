@@ -109,16 +109,15 @@ def call_in_process(settings: Settings, tool: str, arguments: dict[str, Any]) ->
     import anyio
 
     from contextgraph.app import build_app
-    from contextgraph.tools.context import ToolContext
     from contextgraph.tools.dispatch import ToolCallFailed
 
     app = build_app(settings)
     try:
-        outcome = anyio.run(app.dispatcher.call, tool, arguments, ToolContext(app, "cli"))
+        outcome = anyio.run(app.dispatcher.call, tool, arguments, app.tool_context("cli"))
     except ToolCallFailed as failure:
         return CallResult(False, "in-process", code=failure.code, message=failure.message, data=failure.data)
     finally:
-        app.memory.close()  # saves the indexes when the call changed them; the store itself is durable
+        app.close()  # saves the indexes when the call changed them; the store itself is durable
     return CallResult(True, "in-process", payload=outcome.payload)
 
 

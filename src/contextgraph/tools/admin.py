@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams
+from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -17,14 +18,14 @@ _LIMITS = constitution()["scratchpad"]
 
 class ScratchpadArgs(Args):
     action: Literal["write", "read", "clear"] = Field(description="write a key, read one key or all, clear one or all.")
-    key: str | None = Field(None, min_length=1, max_length=_LIMITS["max_key_chars"],
-                            description="The note's key; required for write.")
-    value: str | None = Field(None, max_length=_LIMITS["max_value_chars"],
-                              description="The note's text; required for write.")
+    key: Annotated[str | None, FREE_TEXT] = Field(None, min_length=1, max_length=_LIMITS["max_key_chars"],
+                                                  description="The note's key; required for write.")
+    value: Annotated[str | None, FREE_TEXT] = Field(None, max_length=_LIMITS["max_value_chars"],
+                                                    description="The note's text; required for write.")
 
 
 async def temporary_scratchpad(ctx: ToolContext, args: ScratchpadArgs) -> dict[str, Any]:
-    pads = ctx.app.scratchpads
+    pads = ctx.services.scratchpads
     if args.action == "write":
         if args.key is None or args.value is None:
             missing = "key" if args.key is None else "value"

@@ -3,16 +3,17 @@ service call each, the payload shaped here."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.fingerprint import MODALITIES
+from contextgraph.security.free_text import FREE_TEXT, REDACTED_ON_STORE
 from contextgraph.services.cognition import utl_status as utl_status_view
 from contextgraph.services.manifest import build_manifest
 from contextgraph.services.memetic import memetic_status
-from contextgraph.services.memory import NewMemory
+from contextgraph.services.memory_payloads import NewMemory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -22,15 +23,18 @@ MemoryId = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$")
 
 
 class _MemoryArgs(Args):
-    content: str = Field(min_length=_V["content"]["min_length"], max_length=_V["content"]["max_length"],
-                         description="The memory's text. API keys, passwords, tokens, SSNs and card numbers are "
-                                     "redacted before anything is stored.")
-    rationale: str = Field(min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
-                           description="Why this is worth remembering (10-1000 characters).")
+    content: Annotated[str, REDACTED_ON_STORE] = Field(
+        min_length=_V["content"]["min_length"], max_length=_V["content"]["max_length"],
+        description="The memory's text. API keys, passwords, tokens, SSNs and card numbers are redacted before "
+                    "anything is stored.")
+    rationale: Annotated[str, REDACTED_ON_STORE] = Field(
+        min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
+        description="Why this is worth remembering (10-1000 characters).")
     modality: Modality = Field("text", description="What kind of content this is.")
     importance: float = Field(0.5, ge=_V["importance"]["min"], le=_V["importance"]["max"],
                               description="How much this matters, 0-1.")
-    tags: list[str] = Field(default_factory=list, max_length=32, description="Labels for filtering and grouping.")
+    tags: Annotated[list[str], FREE_TEXT] = Field(default_factory=list, max_length=32,
+                                                 description="Labels for filtering and grouping.")
     link_to: list[str] = Field(default_factory=list, max_length=32,
                                description="Ids of existing memories this one relates to.")
     session_id: str | None = Field(None, min_length=1, max_length=128,
@@ -53,7 +57,7 @@ class StoreArgs(_MemoryArgs):
 
 
 async def store_memory(ctx: ToolContext, args: StoreArgs) -> dict[str, Any]:
-    stored = await ctx.app.memory.store(args.to_new_memory(ctx))
+    stored = await ctx.services.memory.store(args.to_new_memory(ctx))
     return stored.payload()
 
 
@@ -62,14 +66,15 @@ class InjectArgs(_MemoryArgs):
 
 
 async def inject_context(ctx: ToolContext, args: InjectArgs) -> dict[str, Any]:
-    injected = await ctx.app.memory.inject(args.to_new_memory(ctx), related_k=args.related_k)
+    injected = await ctx.services.memory.inject(args.to_new_memory(ctx), related_k=args.related_k)
     return injected.payload()
 
 
 class SearchArgs(Args):
     spellings = {"topK": "top_k", "minSimilarity": "min_similarity"}
-    query: str = Field(min_length=_V["query"]["min_length"], max_length=_V["query"]["max_length"],
-                       description="What to look for, in your own words.")
+    query: Annotated[str, FREE_TEXT] = Field(min_length=_V["query"]["min_length"],
+                                             max_length=_V["query"]["max_length"],
+                                             description="What to look for, in your own words.")
     top_k: int = Field(10, ge=_V["top_k"]["min"], le=_V["top_k"]["max"], description="Most results to return.")
     min_similarity: float = Field(0.0, ge=_V["min_similarity"]["min"], le=_V["min_similarity"]["max"],
                                   description="Drop results whose semantic (E1) similarity is below this.")
@@ -83,10 +88,10 @@ _SEARCH_STEPS = 2
 async def search_graph(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
     # Progress (when the client sent a progressToken) at the boundaries the handler can see: the model is
     # ready, the query is embedded and retrieved (one service call: embedding and the five stages), done.
-    memory = ctx.app.memory
-    if memory.model_status() != "ready":
+    memory = ctx.services.memory
+    if ctx.services.perception.model_status() != "ready":
         await ctx.report_progress(0, _SEARCH_STEPS, "loading the embedding model")
-        await memory.pipeline()
+        await ctx.services.perception.pipeline()
     await ctx.report_progress(1, _SEARCH_STEPS, "embedding the query and retrieving (5 stages)")
     result = await memory.search(args.query, top_k=args.top_k, min_similarity=args.min_similarity,
                                  modality=args.modality, breakdown=args.include_breakdown)
@@ -103,7 +108,7 @@ class ManifestArgs(Args):
 
 
 async def get_graph_manifest(ctx: ToolContext, args: ManifestArgs) -> dict[str, Any]:
-    return await build_manifest(ctx.app)
+    return await build_manifest(ctx.services, len(ctx.registry.specs), len(ctx.registry.active))
 
 
 class UtlStatusArgs(Args):
@@ -111,8 +116,8 @@ class UtlStatusArgs(Args):
 
 
 async def utl_status(ctx: ToolContext, args: UtlStatusArgs) -> dict[str, Any]:
-    memory = await ctx.app.memory.opened()
-    return utl_status_view(ctx.app.cognition, memory.record_store.count())
+    storage = await ctx.services.storage.ready()
+    return utl_status_view(ctx.services.cognition, storage.store.count())
 
 
 class MemeticArgs(Args):
@@ -120,8 +125,8 @@ class MemeticArgs(Args):
 
 
 async def get_memetic_status(ctx: ToolContext, args: MemeticArgs) -> dict[str, Any]:
-    app = ctx.app
-    return await memetic_status(app.memory, app.cognition, app.workspace, app.constitution)
+    s = ctx.services
+    return await memetic_status(s.storage, s.perception, s.cognition, s.workspace, s.constitution)
 
 
 TOOLS = (

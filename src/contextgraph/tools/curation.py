@@ -3,11 +3,12 @@ call each. Every change is undoable for 30 days where the seed says so, and appe
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextgraph.constitution import constitution
+from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -20,30 +21,30 @@ Domain = Literal["Code", "Medical", "Legal", "Creative", "Research", "General"]
 
 class MergeArgs(Args):
     source_node_ids: list[str] = Field(min_length=2, max_length=32, description="Ids of the memories to merge.")
-    target_name: str = Field(min_length=1, max_length=256, description="Name for the merged node.")
+    target_name: Annotated[str, FREE_TEXT] = Field(min_length=1, max_length=256,
+                                                   description="Name for the merged node.")
     merge_strategy: Literal["summarize", "keep_highest", "concatenate"] = Field(
         "summarize", description="summarize: extractive (distinct sentences, no LLM); keep_highest: the content of "
                                  "the most important source; concatenate: all contents joined.")
-    rationale: str = Rationale
+    rationale: Annotated[str, FREE_TEXT] = Rationale
     force_merge: bool = Field(False, description="When priors are incompatible (E1 cosine < 0.7), link the nodes "
                                                  "with Relational edges instead of failing.")
 
 
 async def merge_concepts(ctx: ToolContext, args: MergeArgs) -> dict[str, Any]:
-    return await ctx.app.curation.merge(args.source_node_ids, target_name=args.target_name,
+    return await ctx.services.curation.merge(args.source_node_ids, target_name=args.target_name,
                                         strategy=args.merge_strategy, rationale=args.rationale,
                                         force=args.force_merge)
 
 
 class Annotations(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    tags: list[str] | None = Field(None, max_length=32, description="Labels to add.")
+    tags: Annotated[list[str] | None, FREE_TEXT] = Field(None, max_length=32, description="Labels to add.")
     domain: Domain | None = Field(None, description="The knowledge domain.")
     confidence: float | None = Field(None, ge=0.0, le=1.0, description="How sure the content is, 0-1.")
-    notes: str | None = Field(None, max_length=2000, description="Free-text notes.")
-    related_concepts: list[str] | None = Field(None, max_length=32,
-                                               description="Related concepts; a memory id here also gets a "
-                                                           "Relational edge.")
+    notes: Annotated[str | None, FREE_TEXT] = Field(None, max_length=2000, description="Free-text notes.")
+    related_concepts: Annotated[list[str] | None, FREE_TEXT] = Field(
+        None, max_length=32, description="Related concepts; a memory id here also gets a Relational edge.")
 
 
 class AnnotateArgs(Args):
@@ -52,7 +53,7 @@ class AnnotateArgs(Args):
 
 
 async def annotate_node(ctx: ToolContext, args: AnnotateArgs) -> dict[str, Any]:
-    return await ctx.app.curation.annotate(args.node_id, args.annotations.model_dump(exclude_none=True))
+    return await ctx.services.curation.annotate(args.node_id, args.annotations.model_dump(exclude_none=True))
 
 
 class ForgetArgs(Args):
@@ -61,11 +62,11 @@ class ForgetArgs(Args):
                                                 "permanently and needs reason=user_requested.")
     reason: Literal["obsolete", "duplicate", "incorrect", "user_requested", "semantic_cancer"] = Field(
         description="Why the memory goes.")
-    rationale: str = Rationale
+    rationale: Annotated[str, FREE_TEXT] = Rationale
 
 
 async def forget_concept(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
-    return await ctx.app.curation.forget(args.node_id, reason=args.reason, soft=args.soft_delete,
+    return await ctx.services.curation.forget(args.node_id, reason=args.reason, soft=args.soft_delete,
                                          rationale=args.rationale)
 
 
@@ -73,11 +74,11 @@ class BoostArgs(Args):
     node_id: str = NodeId
     delta: float = Field(ge=_V["boost_delta"]["min"], le=_V["boost_delta"]["max"],
                          description="Importance change in [-0.5, 0.5]; the result is clamped to [0, 1].")
-    rationale: str = Rationale
+    rationale: Annotated[str, FREE_TEXT] = Rationale
 
 
 async def boost_importance(ctx: ToolContext, args: BoostArgs) -> dict[str, Any]:
-    return await ctx.app.curation.boost(args.node_id, args.delta, args.rationale)
+    return await ctx.services.curation.boost(args.node_id, args.delta, args.rationale)
 
 
 class RestoreArgs(Args):
@@ -86,7 +87,7 @@ class RestoreArgs(Args):
 
 
 async def restore_from_hash(ctx: ToolContext, args: RestoreArgs) -> dict[str, Any]:
-    return await ctx.app.curation.restore(args.reversal_hash)
+    return await ctx.services.curation.restore(args.reversal_hash)
 
 
 TOOLS = (

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams, ToolNotFound
+from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -19,7 +20,7 @@ ToolName = Field(min_length=1, max_length=128, description="A tool name or one o
 
 
 def _entry(ctx: ToolContext, name: str) -> dict[str, Any]:
-    registry = ctx.app.registry
+    registry = ctx.registry
     spec = registry.specs[name]
     return {
         "name": name,
@@ -31,21 +32,22 @@ def _entry(ctx: ToolContext, name: str) -> dict[str, Any]:
 
 
 def _not_found(ctx: ToolContext, name: str) -> ToolNotFound:
-    registry = ctx.app.registry
+    registry = ctx.registry
     return ToolNotFound(registry.unknown_tool_message(name), tool=name, suggestions=registry.suggestions(name))
 
 
 # -- tool_find ---------------------------------------------------------------------------------------------------
 class FindArgs(Args):
-    query: str = Field(min_length=_QUERY["min_length"], max_length=_QUERY["max_length"],
-                       description="Keywords describing what you want to do, e.g. 'forget a memory'.")
+    query: Annotated[str, FREE_TEXT] = Field(min_length=_QUERY["min_length"], max_length=_QUERY["max_length"],
+                                             description="Keywords describing what you want to do, e.g. 'forget "
+                                                         "a memory'.")
     limit: int = Field(int(_C.get("discovery.find_default_limit")), ge=1, le=_FIND_MAX,
                        description="Most results to return.")
     category: Category | None = Field(None, description="Only tools of this category.")
 
 
 async def tool_find(ctx: ToolContext, args: FindArgs) -> dict[str, Any]:
-    registry = ctx.app.registry
+    registry = ctx.registry
     keys = None if args.category is None else [n for n, s in registry.specs.items() if s.category == args.category]
     hits = registry.index.search(args.query, args.limit, keys)
     results = [{**_entry(ctx, name), "score": round(score, 4)} for name, score in hits]
@@ -62,7 +64,7 @@ class DescribeArgs(Args):
 
 
 async def tool_describe(ctx: ToolContext, args: DescribeArgs) -> dict[str, Any]:
-    registry = ctx.app.registry
+    registry = ctx.registry
     canonical = registry.resolve(args.name)
     if canonical is None:
         raise _not_found(ctx, args.name)
@@ -86,7 +88,7 @@ class LoadArgs(Args):
 
 
 async def tool_load(ctx: ToolContext, args: LoadArgs) -> dict[str, Any]:
-    registry = ctx.app.registry
+    registry = ctx.registry
     resolved = {name: registry.resolve(name) for name in args.names}
     unknown = [name for name, canonical in resolved.items() if canonical is None]
     if unknown:  # all-or-nothing: nothing is activated when any name is unknown
@@ -113,7 +115,7 @@ class ActiveArgs(Args):
 
 
 async def tool_active(ctx: ToolContext, args: ActiveArgs) -> dict[str, Any]:
-    registry = ctx.app.registry
+    registry = ctx.registry
     tools = [{"name": s.name, "description": s.summary} for s in registry.listed()]
     payload: dict[str, Any] = {"tools": tools, "count": len(tools)}
     if not tools:
@@ -128,7 +130,7 @@ class CallArgs(Args):
 
 
 async def tool_call(ctx: ToolContext, args: CallArgs) -> dict[str, Any]:
-    if ctx.app.registry.resolve(args.name) == "tool_call":
+    if ctx.registry.resolve(args.name) == "tool_call":
         raise InvalidParams("tool_call cannot run tool_call; name the tool to run directly.", field="name")
     canonical, payload = await ctx.call(args.name, args.arguments)
     return {"tool": canonical, "result": payload}

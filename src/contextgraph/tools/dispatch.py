@@ -10,17 +10,18 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import structlog
 from pydantic import ValidationError
 
+from contextgraph.constitution import Constitution
 from contextgraph.errors import ContextGraphError, InvalidParams, MissingRationale, ToolNotFound
 from contextgraph.log import get_logger
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.tools.context import ToolContext
+from contextgraph.tools.registry import Registry
 from contextgraph.tools.validation import invalid_params
-
-if TYPE_CHECKING:
-    from contextgraph.app import App
-    from contextgraph.tools.context import ToolContext
 
 _log = get_logger("dispatch")
 PULSE_KEY = "_cognitive_pulse"
@@ -48,24 +49,32 @@ class CallOutcome:
 
 
 class Dispatcher:
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self._rationale_required = frozenset(app.constitution.get("validation.rationale_required"))
-        self._rationale_min = int(app.constitution.get("validation.rationale.min_length"))
+    def __init__(self, registry: Registry, constitution: Constitution, cognition: CognitiveState) -> None:
+        self.registry = registry
+        self.constitution = constitution
+        self.cognition = cognition  # the pulse on every answer
+        self._rationale_required = frozenset(constitution.get("validation.rationale_required"))
+        self._rationale_min = int(constitution.get("validation.rationale.min_length"))
 
     async def call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any = None) -> CallOutcome:
-        """Run one tool call end to end. Raises ToolCallFailed; never anything else."""
+        """Run one tool call end to end. Raises ToolCallFailed; never anything else. Every log line written while
+        it runs (services and storage included) carries its request id and tool name."""
+        tool = name if isinstance(name, str) else None
+        with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool):
+            return await self._call(name, arguments, ctx, request_id)
+
+    async def _call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any) -> CallOutcome:
         started = time.perf_counter()
         canonical: str | None = None
         try:
             canonical, payload = await self.run(name, arguments, ctx)
         except ContextGraphError as exc:
             failure = self._failure(exc)
-            self._log_call(name, canonical, started, "error", code=failure.code, request_id=request_id)
+            self._log_call(name, canonical, started, "error", code=failure.code)
             raise failure from None
         except Exception:
             error_id = uuid.uuid4().hex[:12]
-            _log.exception("tool call crashed", tool=name, error_id=error_id, request_id=request_id)
+            _log.exception("tool call crashed", error_id=error_id)
             failure = self._failure(
                 ContextGraphError(
                     f"Internal error while running {name} (error id {error_id}). The failure is logged; "
@@ -74,16 +83,16 @@ class Dispatcher:
                     request_id=request_id,
                 )
             )
-            self._log_call(name, canonical, started, "crash", code=failure.code, request_id=request_id)
+            self._log_call(name, canonical, started, "crash", code=failure.code)
             raise failure from None
         payload = dict(payload)
-        payload[PULSE_KEY] = self.app.cognition.pulse()
-        self._log_call(name, canonical, started, "ok", request_id=request_id)
+        payload[PULSE_KEY] = self.cognition.pulse()
+        self._log_call(name, canonical, started, "ok")
         return CallOutcome(canonical, name if name != canonical else None, payload)
 
     async def run(self, name: Any, arguments: Any, ctx: ToolContext) -> tuple[str, dict[str, Any]]:
         """Resolve, check, validate and run; raises ContextGraphError. tool_call nests through here."""
-        registry = self.app.registry
+        registry = self.registry
         if not isinstance(name, str):
             raise InvalidParams("Tool name must be a string.", field="name")
         canonical = registry.resolve(name)
@@ -110,14 +119,18 @@ class Dispatcher:
             args = spec.args.model_validate(arguments)
         except ValidationError as exc:
             raise invalid_params(canonical, exc, registry.input_schemas[canonical]) from None
-        return canonical, await spec.handler(ctx, args)
+        # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (SPEC §10)
+        from contextgraph.security.free_text import redact_arguments, report_redactions
+
+        args, redactions = redact_arguments(args)
+        return canonical, report_redactions(await spec.handler(ctx, args), redactions)
 
     def _failure(self, exc: ContextGraphError) -> ToolCallFailed:
-        entry = self.app.constitution.error(exc.code_name)
+        entry = self.constitution.error(exc.code_name)
         data = {k: v for k, v in exc.data.items() if v is not None}
         data.setdefault("hint", entry.hint)
         data["error"] = entry.name
-        data[PULSE_KEY] = self.app.cognition.pulse()
+        data[PULSE_KEY] = self.cognition.pulse()
         return ToolCallFailed(entry.code, exc.message, data)
 
     def _log_call(self, name: Any, canonical: str | None, started: float, outcome: str, **extra: Any) -> None:

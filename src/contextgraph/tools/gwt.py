@@ -12,7 +12,7 @@ from contextgraph.constitution import constitution
 from contextgraph.services.epistemic import epistemic_action as epistemic_view
 from contextgraph.services.gwt import consciousness_state, ego_state, kuramoto_sync
 from contextgraph.services.johari import classify_memory
-from contextgraph.services.workspace import broadcast_memory
+from contextgraph.services.broadcast import broadcast_memory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -28,8 +28,8 @@ class SyncArgs(Args):
 
 
 async def get_kuramoto_sync(ctx: ToolContext, args: SyncArgs) -> dict[str, Any]:
-    await ctx.app.memory.opened()  # the engine state is loaded with the store
-    return kuramoto_sync(ctx.app.cognition.network)
+    await ctx.services.storage.ready()  # the engine state is loaded with the store
+    return kuramoto_sync(ctx.services.cognition.network)
 
 
 class CouplingArgs(Args):
@@ -39,10 +39,10 @@ class CouplingArgs(Args):
 
 
 async def adjust_coupling(ctx: ToolContext, args: CouplingArgs) -> dict[str, Any]:
-    await ctx.app.memory.opened()  # load the saved K first, or saving would write the change over nothing
-    network = ctx.app.cognition.network
+    await ctx.services.storage.ready()  # load the saved K first, or saving would write the change over nothing
+    network = ctx.services.cognition.network
     old, new, predicted = network.set_coupling(args.new_K)
-    await ctx.app.memory.save_engine()  # K survives a restart
+    await ctx.services.storage.save_engine()  # K survives a restart
     return {"old_K": old, "new_K": new, "predicted_r": round(predicted, 6),
             "bounds": {"min": network.k_min, "max": network.k_max},
             "method": f"predicted_r: mean r over the second half of a {network.predict_seconds:g} s simulation "
@@ -54,8 +54,8 @@ class ConsciousnessArgs(Args):
 
 
 async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> dict[str, Any]:
-    await ctx.app.memory.opened()
-    return consciousness_state(ctx.app.cognition, dict(_C["gwt"]["consciousness_states"]), ctx.app.workspace)
+    await ctx.services.storage.ready()
+    return consciousness_state(ctx.services.cognition, dict(_C["gwt"]["consciousness_states"]), ctx.services.workspace)
 
 
 class JohariArgs(Args):
@@ -64,7 +64,8 @@ class JohariArgs(Args):
 
 
 async def get_johari_classification(ctx: ToolContext, args: JohariArgs) -> dict[str, Any]:
-    return await classify_memory(ctx.app.memory, ctx.app.cognition, ctx.app.constitution, args.memory_id)
+    s = ctx.services
+    return await classify_memory(s.storage, s.perception, s.cognition, s.constitution, args.memory_id)
 
 
 class WorkspaceArgs(Args):
@@ -72,8 +73,8 @@ class WorkspaceArgs(Args):
 
 
 async def get_workspace_status(ctx: ToolContext, args: WorkspaceArgs) -> dict[str, Any]:
-    await ctx.app.memory.opened()
-    return ctx.app.workspace.status()
+    await ctx.services.storage.ready()
+    return ctx.services.workspace.status()
 
 
 class EgoArgs(Args):
@@ -81,8 +82,8 @@ class EgoArgs(Args):
 
 
 async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
-    await ctx.app.memory.opened()
-    return ego_state(ctx.app.cognition)
+    await ctx.services.storage.ready()
+    return ego_state(ctx.services.cognition)
 
 
 class BroadcastArgs(Args):
@@ -95,10 +96,10 @@ class BroadcastArgs(Args):
 
 
 async def trigger_workspace_broadcast(ctx: ToolContext, args: BroadcastArgs) -> dict[str, Any]:
-    result = await broadcast_memory(ctx.app.memory, ctx.app.workspace, args.memory_id, args.importance,
+    result = await broadcast_memory(ctx.services.memory, ctx.services.workspace, args.memory_id, args.importance,
                                     args.alignment, args.force)
     if result["broadcast"]:
-        await ctx.app.memory.save_engine()  # the entry and its events survive a restart
+        await ctx.services.storage.save_engine()  # the entry and its events survive a restart
     return result
 
 
@@ -108,7 +109,8 @@ class EpistemicArgs(Args):
 
 
 async def epistemic_action(ctx: ToolContext, args: EpistemicArgs) -> dict[str, Any]:
-    return await epistemic_view(ctx.app.memory, ctx.app.cognition, ctx.app.constitution, args.force)
+    s = ctx.services
+    return await epistemic_view(s.storage, s.perception, s.cognition, s.constitution, args.force)
 
 
 TOOLS = (

@@ -37,7 +37,7 @@ class LogsArgs(Args):
 
 
 async def get_system_logs(ctx: ToolContext, args: LogsArgs) -> dict[str, Any]:
-    ring = ctx.app.log_ring
+    ring = ctx.services.log_ring
     entries = ring.query(args.level, args.limit, args.component)
     return {
         "entries": entries,

@@ -5,10 +5,11 @@ diagnostic (SPEC §3); they live here because they read the same graph."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field
 
+from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.storage.base import EDGE_TYPES
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
@@ -29,7 +30,7 @@ class NeighborhoodArgs(Args):
 
 
 async def get_neighborhood(ctx: ToolContext, args: NeighborhoodArgs) -> dict[str, Any]:
-    return await ctx.app.graph.neighborhood(args.node_id, args.depth, args.edge_types, args.min_weight)
+    return await ctx.services.graph.neighborhood(args.node_id, args.depth, args.edge_types, args.min_weight)
 
 
 class RecentArgs(Args):
@@ -40,7 +41,7 @@ class RecentArgs(Args):
 
 
 async def get_recent_context(ctx: ToolContext, args: RecentArgs) -> dict[str, Any]:
-    return await ctx.app.graph.recent(args.limit, _ts(args.since), ctx.session if args.session_only else None)
+    return await ctx.services.graph.recent(args.limit, _ts(args.since), ctx.session if args.session_only else None)
 
 
 class CausalPathArgs(Args):
@@ -52,7 +53,7 @@ class CausalPathArgs(Args):
 
 
 async def find_causal_path(ctx: ToolContext, args: CausalPathArgs) -> dict[str, Any]:
-    return await ctx.app.graph.causal_path(args.source_id, args.target_id, args.max_hops, args.direction)
+    return await ctx.services.graph.causal_path(args.source_id, args.target_id, args.max_hops, args.direction)
 
 
 class EntailmentArgs(Args):
@@ -67,7 +68,7 @@ class EntailmentArgs(Args):
 
 
 async def entailment_query(ctx: ToolContext, args: EntailmentArgs) -> dict[str, Any]:
-    return await ctx.app.graph.entailment(args.node_id, args.direction, args.embedding_space, args.max_results,
+    return await ctx.services.graph.entailment(args.node_id, args.direction, args.embedding_space, args.max_results,
                                           args.min_confidence)
 
 
@@ -76,7 +77,7 @@ class LineageArgs(Args):
 
 
 async def get_node_lineage(ctx: ToolContext, args: LineageArgs) -> dict[str, Any]:
-    return await ctx.app.graph.lineage(args.node_id)
+    return await ctx.services.graph.lineage(args.node_id)
 
 
 class HydrateArgs(Args):
@@ -87,18 +88,18 @@ class HydrateArgs(Args):
 
 
 async def hydrate_citation(ctx: ToolContext, args: HydrateArgs) -> dict[str, Any]:
-    return await ctx.app.graph.hydrate(args.citation_tag)
+    return await ctx.services.graph.hydrate(args.citation_tag)
 
 
 class TombstoneArgs(Args):
-    query: str | None = Field(None, min_length=1, max_length=4096, description="Words the deleted content "
-                                                                               "should contain.")
+    query: Annotated[str | None, FREE_TEXT] = Field(None, min_length=1, max_length=4096,
+                                                    description="Words the deleted content should contain.")
     deleted_after: AwareDatetime | None = Field(None, description="Only nodes deleted after this time.")
     limit: int = Field(20, ge=1, le=100, description="Most tombstones to return.")
 
 
 async def search_tombstones(ctx: ToolContext, args: TombstoneArgs) -> dict[str, Any]:
-    return await ctx.app.graph.tombstones(args.query, _ts(args.deleted_after), args.limit)
+    return await ctx.services.graph.tombstones(args.query, _ts(args.deleted_after), args.limit)
 
 
 TOOLS = (

@@ -1,4 +1,4 @@
-"""The registry: the tool table built from the category modules, the alias map, the active set and the
+"""The registry: the tool table built from the category modules (tools/catalog.py names them), the alias map, the active set and the
 TF-IDF index. Data only: no handler runs here, nothing registers by import side effect."""
 
 from __future__ import annotations
@@ -9,12 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextgraph.tools import admin, core, curation, discovery, gwt, metacog, navigation, utl
 from contextgraph.tools.spec import ToolSpec
 from contextgraph.tools.tfidf import TfIdfIndex, tokens
-
-# Category modules, in registry order. A later issue adds its module here.
-CATEGORY_MODULES = (core, gwt, utl, curation, navigation, metacog, admin, discovery)
 
 
 class RegistryError(RuntimeError):
@@ -138,17 +134,3 @@ class Registry:
         elif name.lower() != name and self.resolve(name.lower()):
             message += f" Tool names are case-sensitive: did you mean {name.lower()}?"
         return message + " Call tool_find with a few keywords to discover the right tool."
-
-
-def build_registry(constitution: Any, profile: str, modules: Sequence[Any] = CATEGORY_MODULES) -> Registry:
-    profiles = constitution.get("server.profiles")
-    categories = profiles[profile]
-    return Registry(
-        (spec for module in modules for spec in module.TOOLS),
-        [Alias(str(a["alias"]), str(a["target"])) for a in constitution["tool_aliases"]],
-        retired=constitution["retired_tools"],
-        categories=constitution["categories"],
-        active_categories=None if categories == "*" else categories,
-        name_pattern=constitution["tool_name_pattern"],
-        discovery_settings=constitution["discovery"],
-    )

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
-
-if TYPE_CHECKING:
-    from contextgraph.tools.context import ToolContext
 
 
 class Args(BaseModel):
@@ -46,7 +43,9 @@ class Args(BaseModel):
         return schema
 
 
-Handler = Callable[["ToolContext", Any], Awaitable[dict[str, Any]]]
+# (ToolContext, validated Args) → payload. Typed loosely here: the registry is data and must not import the
+# context its handlers receive (that would close an import cycle); each handler is typed in its own module.
+Handler = Callable[[Any, Any], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
 from contextgraph.constitution import constitution
+from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.services import vertex_update
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
@@ -24,13 +25,12 @@ class DeltaScArgs(Args):
                                                      "without hyphens (memory ids are 32 hex characters).")
     new_fingerprint: dict[str, Any] | None = Field(None, description="The updated vertex's fingerprint. "
                                                    + FINGERPRINT)
-    new_content: str | None = Field(None, **CONTENT_BOUNDS,
-                                    description="The updated text, embedded here (instead of new_fingerprint).")
+    new_content: Annotated[str | None, FREE_TEXT] = Field(
+        None, **CONTENT_BOUNDS, description="The updated text, embedded here (instead of new_fingerprint).")
     old_fingerprint: dict[str, Any] | None = Field(None, description="The version before the update; defaults "
                                                    "to the stored fingerprint. " + FINGERPRINT)
-    old_content: str | None = Field(None, **CONTENT_BOUNDS,
-                                    description="The text before the update, embedded here (instead of "
-                                                "old_fingerprint).")
+    old_content: Annotated[str | None, FREE_TEXT] = Field(
+        None, **CONTENT_BOUNDS, description="The text before the update, embedded here (instead of old_fingerprint).")
     include_diagnostics: bool = Field(False, description="Add per-space connectivity, ClusterFit, consistency, "
                                                          "neighbour counts, edge weights and timings.")
 
@@ -49,9 +49,9 @@ class DeltaScArgs(Args):
 
 
 async def compute_delta_sc(ctx: ToolContext, args: DeltaScArgs) -> dict[str, Any]:
-    app = ctx.app
+    s = ctx.services
     return await vertex_update.compute(
-        app.memory, app.cognition, app.constitution, args.vertex_id, new_fingerprint=args.new_fingerprint,
+        s.storage, s.perception, s.cognition, s.constitution, args.vertex_id, new_fingerprint=args.new_fingerprint,
         new_content=args.new_content, old_fingerprint=args.old_fingerprint, old_content=args.old_content,
         diagnostics=args.include_diagnostics)
 

@@ -79,8 +79,8 @@ class HttpService:
             "status": "ok",
             "server": "contextgraph",
             "version": __version__,
-            "uptime_s": round(time.time() - self.app.started_at, 1),
-            "model": self.app.memory.model_status(),
+            "uptime_s": round(time.time() - self.app.services.started_at, 1),
+            "model": self.app.services.perception.model_status(),
             "tools_active": len(self.app.registry.active),
             "sessions": {"streamable_http": self.manager.open_sessions, "sse": len(self.sse.live)},
         }

@@ -99,7 +99,7 @@ async def serve_network(app: App, kinds: tuple[str, ...], *,
             await anyio.sleep_forever()
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(app.memory.close)  # saves the indexes; the store is already durable
+            await anyio.to_thread.run_sync(app.close)  # saves the indexes; the store is already durable
         _log.info("stopped", endpoints=listening.describe())
 
 

@@ -16,7 +16,7 @@ def make_net_app(tmp_path, make_settings):
 
     yield make
     for app in apps:
-        app.memory.close()
+        app.close()
 
 
 @pytest.fixture

@@ -57,9 +57,9 @@ def test_call_in_process_stores_and_closes_the_store(tmp_path, model_cache, make
     assert (home / "indexes").is_dir()  # close() ran: the indexes were saved
     app = build_app(make_settings(home))  # the store opens again: nothing holds it
     try:
-        assert app.memory.record_store.count() == 1
+        assert app.services.storage.store.count() == 1
     finally:
-        app.memory.close()
+        app.close()
 
 
 @pytest.mark.anyio
@@ -73,7 +73,7 @@ async def test_call_uses_a_running_server_and_shares_its_store(net_app, model_ca
         payload = json.loads(done.stdout)
         assert payload["session"].startswith("conn:")  # stored by the server, not in the call's own process
         assert set(payload["_cognitive_pulse"]) == PULSE_FIELDS
-        assert net_app.memory.record_store.get(payload["id"]) is not None
+        assert net_app.services.storage.store.get(payload["id"]) is not None
         failed = await anyio.run_process([str(SCRIPT), "call", "tool_load", '{"names": ["nope"]}'], env=env,
                                          check=False)
         assert failed.returncode == 1 and b"-32004" in failed.stderr

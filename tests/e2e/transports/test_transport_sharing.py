@@ -55,4 +55,4 @@ async def test_twenty_concurrent_clients_lose_no_write(net_app):
     ids = set(stored.values())
     assert len(ids) == CLIENTS
     assert all(seen[i] == ids for i in range(CLIENTS)), {i: len(ids - seen[i]) for i in range(CLIENTS)}
-    assert net_app.memory.record_store.count() == CLIENTS
+    assert net_app.services.storage.store.count() == CLIENTS

@@ -10,7 +10,6 @@ import pytest
 from contextgraph.storage.base import Edge
 from contextgraph.storage.indexes import IndexSet
 from contextgraph.storage.lmdb_store import LmdbStore
-from contextgraph.tools.context import ToolContext
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "storage"))
 from storage_fakes import fingerprint, record  # noqa: E402
@@ -76,7 +75,7 @@ def test_delete_and_restore_are_seen_by_the_indexes(store, tmp_path):
 @pytest.mark.anyio
 async def test_store_creates_semantic_edges_to_near_memories(app):
     async def call(name, args):
-        return (await app.dispatcher.call(name, args, ToolContext(app, "s"))).payload
+        return (await app.dispatcher.call(name, args, app.tool_context("s"))).payload
 
     why = "for the semantic edge test"
     a = (await call("store_memory", {"content": "The deploy failed because the migration timed out.",

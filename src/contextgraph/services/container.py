@@ -1,0 +1,41 @@
+"""Services: everything a tool handler may use, built once by the composition root (app.py) and handed down.
+One frozen bundle, so a handler's reach is visible in its type and nothing reaches up to the App."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from contextgraph.clock import Clock
+from contextgraph.config import Settings
+from contextgraph.constitution import Constitution
+from contextgraph.log import LogRing
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.curation import CurationService
+from contextgraph.services.graph import GraphService
+from contextgraph.services.memory import MemoryService
+from contextgraph.services.perception import Perception
+from contextgraph.services.scratchpad import Scratchpads
+from contextgraph.services.store_handle import StoreHandle
+from contextgraph.services.workspace import WorkspaceService
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    settings: Settings
+    constitution: Constitution
+    log_ring: LogRing
+    clock: Clock  # recovery windows read this; tests move it
+    cognition: CognitiveState
+    workspace: WorkspaceService
+    scratchpads: Scratchpads
+    storage: StoreHandle  # the opened store, indexes, writer and engine state of the data directory
+    perception: Perception  # the embedding pipeline, loaded in the background
+    memory: MemoryService
+    curation: CurationService
+    graph: GraphService
+    started_at: float = field(default_factory=time.time)
+
+    def close(self) -> None:
+        """Save what is cached and close the store (the memories themselves are durable already)."""
+        self.storage.close()

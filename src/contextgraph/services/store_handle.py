@@ -1,0 +1,147 @@
+"""The opened store of one data directory, behind one `await ready()`.
+
+Owns the LMDB store (source of truth), the per-space indexes (caches that catch up from the store's operation
+log before every search, so a second server process's writes are seen), the one writer thread, the fitted UTL
+models over the store's contents, and the cognitive engine's saved state (loaded with the store, saved beside
+it). Every service reaches storage through this handle and sees only the protocols of storage.base, never a
+backend class: the backend is chosen here, once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from contextgraph.config import Settings
+from contextgraph.constitution import Constitution
+from contextgraph.errors import NodeNotFound
+from contextgraph.log import get_logger
+from contextgraph.services import engine_state
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.delta_sc import DeltaScComputer
+from contextgraph.services.tombstones import expired_ids, purge_expired
+from contextgraph.services.workspace import WorkspaceService
+from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
+from contextgraph.storage.indexes import IndexSet
+from contextgraph.storage.lmdb_store import LmdbStore
+from contextgraph.storage.maintenance import INDEX_DIR, STORE_DIR
+from contextgraph.storage.writer import Writer
+
+_log = get_logger("storage")
+
+
+class StoreHandle:
+    def __init__(self, settings: Settings, constitution: Constitution, cognition: CognitiveState,
+                 workspace: WorkspaceService) -> None:
+        self.home = Path(settings.home)
+        self.constitution = constitution
+        self.cognition = cognition
+        self.workspace = workspace
+        self.delta_sc = DeltaScComputer(constitution)
+        self._recovery_window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
+        self._engine_save_interval = float(constitution["gwt"]["persistence"]["save_interval_seconds"])
+        self._engine_saved_at = 0.0
+        self._lock = threading.Lock()
+        self._store: MemoryStore | None = None
+        self._indexes: SearchIndexes | None = None
+        self._writer: Writer | None = None
+        self._saved_seq = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def open(self) -> None:
+        """Open the store and indexes (idempotent; loading large indexes takes seconds). No model is loaded."""
+        with self._lock:
+            if self._store is not None:
+                return
+            self.home.mkdir(parents=True, exist_ok=True)
+            store = LmdbStore(self.home / STORE_DIR)
+            indexes = IndexSet.open(self.home / INDEX_DIR, store)
+            self._writer = Writer()
+            self._indexes = indexes
+            self._saved_seq = indexes.applied_seq  # what the files on disk reflect
+            self._store = store
+            engine_state.load(store, self.cognition, self.workspace)
+            now, window = time.time(), self._recovery_window_s
+            if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
+                purged = store.graph_write(lambda g: purge_expired(g, now, window))
+                _log.info("expired tombstones purged", count=len(purged))
+
+    async def ready(self) -> StoreHandle:
+        """open() off the event loop: what every async caller awaits before touching the store."""
+        if self._store is None:
+            await anyio.to_thread.run_sync(self.open)
+        return self
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
+
+    def close(self) -> None:
+        """Save what is cached (engine state, indexes when they changed) and close the store."""
+        with self._lock:
+            store, indexes, writer = self._store, self._indexes, self._writer
+            if store is None or indexes is None or writer is None:
+                return
+            try:
+                self.delta_sc.close()  # no background refit may read the store once it closes
+                if self.cognition.dirty or self.workspace.dirty:
+                    try:
+                        engine_state.save(store, self.cognition, self.workspace)
+                    except Exception:  # the memories are safe; only the engine's latest state is lost
+                        _log.exception("saving the engine state on close failed")
+                writer.close()
+                # Saving is a cache write (large at scale): skip it when nothing changed since the load.
+                indexes.catch_up(store)
+                if indexes.applied_seq != self._saved_seq:
+                    indexes.save(self.home / INDEX_DIR)
+            finally:
+                store.close()
+                self._store = None
+                self.delta_sc = DeltaScComputer(self.constitution)  # fitted models belong to the store just closed
+
+    # -- what services use -----------------------------------------------------------------------------------
+    @property
+    def store(self) -> MemoryStore:
+        self.open()
+        assert self._store is not None
+        return self._store
+
+    @property
+    def indexes(self) -> SearchIndexes:
+        self.open()
+        assert self._indexes is not None
+        return self._indexes
+
+    @property
+    def writer(self) -> Writer:
+        self.open()
+        assert self._writer is not None
+        return self._writer
+
+    def live_record(self, memory_id: str) -> MemoryRecord:
+        """The live memory with this id, or NodeNotFound (-32012) with the hint every tool gives."""
+        record = self.store.get(memory_id)
+        if record is None:
+            raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
+                               node_id=memory_id)
+        return record
+
+    async def save_engine(self, force: bool = True) -> None:
+        """Write the engine state to the store: at most once per save interval during activity, or now."""
+        now = time.monotonic()
+        if not force and now - self._engine_saved_at < self._engine_save_interval:
+            return
+        await self.ready()
+        self._engine_saved_at = now
+        await self.writer.submit(engine_state.save, self.store, self.cognition, self.workspace)
+
+    async def save_engine_after_commit(self) -> None:
+        """The periodic save that follows an acknowledged write: its failure must not turn the write's answer
+        into an error (the client would retry and store it twice); it is logged, and the next save retries."""
+        try:
+            await self.save_engine(force=False)
+        except Exception:
+            _log.exception("saving the engine state failed; the next operation or close retries")

@@ -1,0 +1,30 @@
+"""The tool catalogue: the category modules in registry order, and the registry built from them for a profile.
+Apart from registry.py so that the handlers, which receive a registry through their ToolContext, never sit in an
+import cycle with the modules that list them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+
+from contextgraph.constitution import Constitution
+from contextgraph.tools import admin, core, curation, discovery, gwt, metacog, navigation, utl
+from contextgraph.tools.registry import Alias, Registry
+
+# Category modules, in registry order. A later issue adds its module here.
+CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, curation, navigation, metacog, admin, discovery)
+
+
+def build_registry(constitution: Constitution, profile: str,
+                   modules: Sequence[ModuleType] = CATEGORY_MODULES) -> Registry:
+    profiles = constitution.get("server.profiles")
+    categories = profiles[profile]
+    return Registry(
+        (spec for module in modules for spec in module.TOOLS),
+        [Alias(str(a["alias"]), str(a["target"])) for a in constitution["tool_aliases"]],
+        retired=constitution["retired_tools"],
+        categories=constitution["categories"],
+        active_categories=None if categories == "*" else categories,
+        name_pattern=constitution["tool_name_pattern"],
+        discovery_settings=constitution["discovery"],
+    )
