@@ -26,7 +26,7 @@ from contextgraph.services.memory_payloads import Injected, NewMemory, Searched,
 from contextgraph.services.perception import Perception
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
 from contextgraph.services.store_handle import StoreHandle
-from contextgraph.storage.base import MemoryRecord, Triple
+from contextgraph.storage.base import MemoryRecord, NewTriple
 
 _log = get_logger("storage")
 
@@ -113,7 +113,7 @@ class MemoryService:
         e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
         timings: dict[str, float] = {}
 
-        def embed() -> tuple[Fingerprint, list[Triple], DeltaSc | None, list[tuple[str, float]], list[CausalMatch]]:
+        def embed() -> tuple[Fingerprint, list[NewTriple], DeltaSc | None, list[tuple[str, float]], list[CausalMatch]]:
             # the indexes catch up with the oplog on their own before each search below
             draft = self.perception.draft(content, new.modality, new.session, rules.neighbour_vectors(store, links))
             started = time.perf_counter()
@@ -162,7 +162,7 @@ class MemoryService:
         except Exception:  # the next catch-up indexes it from the oplog instead
             _log.exception("background index insert failed; the oplog catch-up will index it", seq=seq)
 
-    def _novelty(self, pipeline: FingerprintPipeline, fingerprint: Fingerprint, triples: list[Triple]) -> DeltaSc:
+    def _novelty(self, pipeline: FingerprintPipeline, fingerprint: Fingerprint, triples: list[NewTriple]) -> DeltaSc:
         """The new memory's full UTL against the store as it is before the put (services.delta_sc)."""
         state = self.cognition.snapshot()
         return self.handle.delta_sc.compute(self.handle.store, self.handle.indexes, pipeline.embedders, fingerprint,

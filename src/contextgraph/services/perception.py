@@ -23,7 +23,7 @@ from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
 from contextgraph.services.store_handle import StoreHandle
-from contextgraph.storage.base import Triple
+from contextgraph.storage.base import NewTriple
 
 _log = get_logger("perception")
 
@@ -98,7 +98,7 @@ class Perception:
         )
 
     async def embed_texts(self, texts: Sequence[str], modality: str,
-                          session: str | None) -> tuple[list[Fingerprint], list[list[Triple]]]:
+                          session: str | None) -> tuple[list[Fingerprint], list[list[NewTriple]]]:
         """Fingerprints and E11 triples for texts about to be stored by another use-case (a merge's combined
         content) or never stored (compute_delta_sc's what-if versions); PII redacted as on store."""
         await self.handle.ready()

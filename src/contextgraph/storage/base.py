@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -44,8 +44,18 @@ class OplogEntry(NamedTuple):
     memory_seq: int  # the memory's seq (its index label): equal to `seq` for a put, earlier for a delete
 
 
-# E11 relation triples as the codec keeps them: (head, relation, tail, head vector, tail vector).
-Triple = tuple[Any, ...]
+class NewTriple(Protocol):
+    """An E11 relation triple as the embedder states it (embedders.e11_entity.Triple), about to be stored."""
+
+    head: str
+    relation: str
+    tail: str
+    head_vector: np.ndarray
+    tail_vector: np.ndarray
+
+
+# A stored E11 triple as read back: (head, relation, tail, head vector, tail vector).
+StoredTriple = tuple[str, str, str, np.ndarray, np.ndarray]
 
 
 class GraphTxn(Protocol):
@@ -66,7 +76,7 @@ class GraphTxn(Protocol):
         """Put a memory back (or a new merged one) under a fresh seq with its stored fingerprint bytes."""
         ...
 
-    def put_triples(self, memory_id: str, triples: Sequence[Triple]) -> None: ...
+    def put_triples(self, memory_id: str, triples: Sequence[NewTriple]) -> None: ...
     def delete_triples(self, memory_id: str) -> None: ...
     def recent(self, limit: int, since: float | None, session: str | None) -> list[MemoryRecord]: ...
     def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
@@ -93,7 +103,7 @@ class MemoryStore(Protocol):
     durable when it returns. Services depend on this protocol, never on a backend class."""
 
     def put(self, record: MemoryRecord, fingerprint: Fingerprint, edges: Sequence[Edge] = (),
-            temporal: Callable[[str, str], Edge] | None = None, triples: Sequence[Triple] = ()) -> MemoryRecord:
+            temporal: Callable[[str, str], Edge] | None = None, triples: Sequence[NewTriple] = ()) -> MemoryRecord:
         """Commit record + complete fingerprint + oplog entry (+ its edges to memories that exist, the Temporal
         edge from the session's previous memory built by `temporal`, its E11 triples and a "created" lineage
         event) in one transaction; durable on return. Returns the record with `seq` (and `session_position`)
@@ -136,11 +146,11 @@ class MemoryStore(Protocol):
         """Every live memory with its fingerprint (or only its `spaces`), in seq order."""
         ...
 
-    def live_triples(self) -> list[tuple[Any, ...]]:
+    def live_triples(self) -> list[tuple[str, str, str, str, np.ndarray, np.ndarray]]:
         """(memory id, head, relation, tail, h, t) of every live memory's triples."""
         ...
 
-    def triples_of(self, memory_id: str) -> list[Triple]: ...
+    def triples_of(self, memory_id: str) -> list[StoredTriple]: ...
 
     def triple_count(self) -> int:
         """Memories with triples stored (live or not): a cheap change counter for fitted models."""
