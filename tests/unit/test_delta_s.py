@@ -18,7 +18,9 @@ from contextgraph.utl.delta_s import (
     jaccard,
     jaccard_novelty,
     knn_novelty,
+    mahalanobis_distances,
     mahalanobis_sq,
+    mahalanobis_sq_rows,
     maxsim,
     maxsim_novelty,
 )
@@ -187,21 +189,58 @@ def test_mahalanobis_against_full_covariance(d, n):
         fit = fit_gaussian(samples, max_components=max_components)
         assert fit is not None
         m = fit.components.shape[0]
-        assert m <= min(max_components, n - 1, d)
+        assert m <= min(max_components, n, d)
         assert np.allclose(fit.components @ fit.components.T, np.eye(m), atol=1e-10)
         assert np.all(fit.variances > fit.residual_variance) and fit.residual_variance > 0
         for x in [*rng.normal(size=(5, d)) * 3, samples[0], fit.mean]:
             assert mahalanobis_sq(fit, x) == pytest.approx(naive_mahalanobis_sq(fit, x), rel=1e-6, abs=1e-9)
 
 
-def test_fit_matches_sample_covariance_when_full_rank():
-    rng = np.random.default_rng(7)
-    samples = rng.normal(size=(300, 8)) @ rng.normal(size=(8, 8))
-    fit = fit_gaussian(samples, max_components=8)
-    x = rng.normal(size=8)
+def naive_ledoit_wolf(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """Ledoit & Wolf (2004) with the d×d matrices written out (sklearn's formula, loop over samples)."""
+    n, d = x.shape
+    c = x - x.mean(axis=0)
+    s = c.T @ c / n
+    mu = np.trace(s) / d
+    delta = np.sum((s - mu * np.eye(d)) ** 2) / d
+    beta = sum(np.sum((np.outer(row, row) - s) ** 2) for row in c) / (n * n * d)
+    shrink = min(beta, delta) / delta
+    return (1 - shrink) * s + shrink * mu * np.eye(d), shrink
+
+
+@pytest.mark.parametrize(("n", "d"), [(300, 8), (20, 40), (5, 3)])
+def test_fit_is_ledoit_wolf(n, d):
+    rng = np.random.default_rng(n + d)
+    samples = rng.normal(size=(n, d)) @ rng.normal(size=(d, d))
+    sigma, shrink = naive_ledoit_wolf(samples)
+    fit = fit_gaussian(samples)
+    assert fit.shrinkage == pytest.approx(shrink, rel=1e-9, abs=1e-12)
+    v = fit.components
+    rebuilt = v.T @ np.diag(fit.variances) @ v + fit.residual_variance * (np.eye(d) - v.T @ v)
+    assert np.allclose(rebuilt, sigma, atol=1e-9 * np.abs(sigma).max())
+    x = rng.normal(size=d)
     diff = x - samples.mean(axis=0)
-    ref = float(diff @ np.linalg.solve(np.cov(samples, rowvar=False), diff))
-    assert mahalanobis_sq(fit, x) == pytest.approx(ref, rel=1e-8)
+    assert mahalanobis_sq(fit, x) == pytest.approx(float(diff @ np.linalg.solve(sigma, diff)), rel=1e-7)
+    try:
+        from sklearn.covariance import ledoit_wolf
+    except ImportError:  # scikit-learn is not a dependency; where it is installed it is the second reference
+        return
+    ref, ref_shrink = ledoit_wolf(samples)
+    assert fit.shrinkage == pytest.approx(ref_shrink, rel=1e-9, abs=1e-12)
+    assert np.allclose(rebuilt, ref, atol=1e-9 * np.abs(ref).max())
+
+
+def test_pairwise_mahalanobis_against_solve():
+    rng = np.random.default_rng(11)
+    samples = rng.normal(size=(40, 12)) * rng.uniform(0.2, 3.0, size=12)
+    fit = fit_gaussian(samples)
+    sigma, _ = naive_ledoit_wolf(samples)
+    x, ys = rng.normal(size=12), rng.normal(size=(6, 12))
+    ref = np.array([(y - x) @ np.linalg.solve(sigma, y - x) for y in ys])
+    assert np.allclose(mahalanobis_sq_rows(fit, ys - x), ref, rtol=1e-8)
+    u = ref / 24.0
+    assert np.allclose(mahalanobis_distances(fit, x, ys), u / (1 + u), rtol=1e-8)
+    assert mahalanobis_distances(fit, x, np.zeros((0, 12))).size == 0
 
 
 def test_fit_degenerate():
@@ -397,7 +436,7 @@ def test_empty_store_is_fully_novel():
 
 
 def test_methods_described():
-    assert set(METHODS) == {"knn", "asymmetric_knn", "gaussian", "hybrid", "hamming", "maxsim", "jaccard"}
+    assert set(METHODS) == {"knn", "asymmetric_knn", "gaussian", "hybrid", "hamming", "maxsim", "jaccard", "transe"}
     assert all(isinstance(v, str) and v and "\n" not in v for v in METHODS.values())
 
 

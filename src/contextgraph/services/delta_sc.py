@@ -1,24 +1,40 @@
-"""ΔS and ΔC of one fingerprint against the store (SPEC §8): the numbers behind inject_context's UTL block,
-compute_delta_sc and the pulse.
+"""ΔS and ΔC of one fingerprint against the store (SPEC §8, issue 11): the numbers behind inject_context's UTL
+block, compute_delta_sc, get_johari_classification and the pulse.
 
 Per space i the memory's neighbourhood comes from that space's own index (E12, which has none, borrows E1's
-order): the 2k nearest, the memory itself excluded. Then
+order): the 2k nearest, the memory itself excluded (`exclude`). Then
 
-    ΔSᵢ  by the space's method (utl.delta_s): E1 Mahalanobis to a Gaussian fit of stored E1 vectors with a
-         chi-square CDF; E5 asymmetric kNN; E7 the mean of that Gaussian score (on E7) and kNN; E9 Hamming to
-         the nearest; E11 TransE: the memory's relation triples against the translations fitted from the stored
-         ones (kNN when it states none, or none the store knows yet); E12 1 − MaxSim to the nearest; E13
-         1 − max Jaccard of term sets; the rest kNN (k nearest)
+    ΔSᵢ  a local statistic of the space's distances to those neighbours, calibrated on the store's own
+         leave-one-out distribution (utl.delta_s): a memory as novel as the store's typical memory scores 0.5,
+         an exact duplicate ~0, one unlike anything stored → 1. E1 measures Mahalanobis distances under a
+         Ledoit–Wolf covariance of stored E1 vectors once the store holds `gaussian.min_samples` (cosine
+         before); E7 is the mean of that and cosine; E5 cause→cause and effect→effect; E6/E13 term sets with
+         the idf-weighted share of unseen terms; E9 Hamming; E11 adds TransE for a relation the store knows;
+         E12 MaxSim.
     ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c):
-         Connectivity  mean similarity of the k nearest above the connectivity threshold; for E8 (the graph
-                       space) the vertex's own edge weights when it has edges
-         ClusterFit    a local silhouette: the k nearest are the memory's cluster, ranks k+1..2k the nearest
-                       other group, distances 1 − similarity in the space's own measure
-         Consistency   1 − variance of the engine's recent per-operation coherence
+         Connectivity  how far the k nearest stand above the store's baseline similarity in that space (the
+                       median similarity of memories in different clusters; the constitution's
+                       connectivity_threshold until there are clusters): mean of (s − θ)/(1 − θ) clipped to
+                       [0, 1]; for E8 (the graph space) the vertex's own edge weights when it has edges
+         ClusterFit    a silhouette against spherical k-means clusters of stored E1 vectors, measured in each
+                       space's own distance to each cluster's prototype members; far from every cluster < 0.5
+         Consistency   1 − 4·mean squared difference of the engine's recent per-operation coherence from this
+                       operation's own (its coherence with full consistency)
+    L    = sigmoid(2·Στλ_S ΔS · Στλ_C ΔC · wₑ · cos φ) with φ the memory's own binding spread (SPEC D19): its
+         13 phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated familiarity), τ
+         uniform until a teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
+    L̂    the engine's prediction before the other spaces are scored: the same formula from E1 alone (ΔS₁, ΔC₁ in
+         every space, φ = 0); meta-cognition compares it with L (MetaScore, utl.meta).
 
-The Gaussian fits are refitted from a random sample of stored vectors when the store has grown by a tenth since
-the last fit; below `gaussian.min_samples` memories there is no fit worth the name and the space falls back to
-kNN (the response says so). Read-only, synchronous: callers run it in a worker thread.
+The store model (`StoreModel`: Gaussian fits, sparse idf, clusters and the per-space calibrations) is refitted
+from a random sample of the store once the store has changed by `gaussian.refit_growth` (at least one memory):
+in the background while the previous model serves, in the caller when there is none (then a quick fit on a
+smaller sample, refitted in full in the background at once). Read-only, synchronous: callers run it in a worker
+thread.
+
+Leave-one-out: the scored memory is never its own neighbour, is left out of the cluster prototypes and of the
+TransE translations; in the Ledoit–Wolf covariance (≥ `gaussian.min_samples` rows, shrunk) one row moves Σ by
+O(1/n) and it is not refitted per call.
 """
 
 from __future__ import annotations
@@ -40,7 +56,8 @@ from contextgraph.utl import delta_s as ds
 from contextgraph.utl import learning, transe
 from contextgraph.utl.johari import classify
 
-GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Gaussian + kNN)
+GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Mahalanobis + cosine)
+SPARSE_SPACES = (6, 13)
 GRAPH_SPACE = 8
 
 
@@ -68,6 +85,9 @@ class DeltaSc:
     timings_ms: dict[str, float] = field(default_factory=dict)
     # seq → fingerprint of every neighbour gathered, in any space (not reported; reused for `related`)
     neighbourhood: dict[int, Fingerprint] = field(default_factory=dict, repr=False)
+    predicted_learning_score: float = 0.5  # L̂ from E1 alone, before the other spaces were scored
+    phase_spread: float = 0.0  # φ, the memory's own binding spread (D19)
+    emotional_weight: float = 1.0
 
     @property
     def delta_s(self) -> list[float]:
@@ -104,7 +124,10 @@ class RefitCache:
         self._closed = False
 
     def get(self, key: Any, stamp: Any, stale: Callable[[Any], bool], fit: Callable[[], Any],
-            background: bool = True) -> Any:
+            background: bool = True, first: Callable[[], Any] | None = None,
+            first_stamp: Callable[[Any], Any] | None = None) -> Any:
+        """`first` (optional): a cheaper fit for the caller when there is no model at all, stamped by
+        `first_stamp(model)` (a stamp that `stale` calls stale makes the full fit follow in the background)."""
         with self._cond:
             entry = self._models.get(key)
             if entry is not None and (not stale(entry[1]) or key in self._running or self._closed):
@@ -114,6 +137,13 @@ class RefitCache:
                 threading.Thread(target=self._refit, args=(key, stamp, fit), daemon=True,
                                  name=f"contextgraph-fit-{self._name}-{key}").start()
                 return entry[0]
+        if entry is None and first is not None:
+            model = self._refit(key, None, first)
+            if model is not None and first_stamp is not None:
+                with self._cond:
+                    if self._models.get(key, (None, None))[0] is model:
+                        self._models[key] = (model, first_stamp(model))
+            return model
         return self._refit(key, stamp, fit)
 
     def close(self) -> None:
@@ -140,40 +170,45 @@ class RefitCache:
             return None if entry is None else entry[0]
 
 
-class GaussianFits:
-    """Gaussian fits of stored vectors per space (RefitCache), refitted once the store has grown by a tenth
-    (and by at least 10 memories); a refit at 1K memories costs ~0.1 s, so it runs in the background."""
+@dataclass(frozen=True)
+class Clusters:
+    """Spherical k-means clusters of stored E1 vectors: unit `centroids` [C, d], each cluster's prototype
+    members (`members[c]`: seqs, `fingerprints[c]`: their fingerprints) and, per space, each cluster's
+    separation b (utl.delta_c.separations)."""
 
-    def __init__(self, min_samples: int, max_samples: int, components: int, refit_growth: float) -> None:
-        self.min_samples = min_samples
-        self.max_samples = max_samples
-        self.components = components
-        self.refit_growth = refit_growth
-        self._cache = RefitCache("gaussian")
+    centroids: np.ndarray
+    members: list[list[int]]
+    fingerprints: list[list[Fingerprint]]
+    separation: dict[int, np.ndarray]
+    baseline: dict[int, float]  # per space: the median similarity of prototypes of different clusters
 
-    def get(self, store: Any, space: int) -> ds.GaussianFit | None:
-        count = store.count()
-        if count < self.min_samples:
-            return None
-        return self._cache.get(
-            space, count, lambda fitted_at: count >= max(fitted_at * (1.0 + self.refit_growth), fitted_at + 10),
-            lambda: ds.fit_gaussian(self._sample(store, space), self.components))
 
-    def close(self) -> None:
-        self._cache.close()
+@dataclass(frozen=True)
+class StoreModel:
+    count: int
+    gaussian: dict[int, ds.GaussianFit]
+    idf: dict[int, tuple[np.ndarray, np.ndarray, float]]  # sorted terms, their idf, the idf of an unseen term
+    clusters: Clusters | None
+    calibration: dict[str, ds.Calibration]
+    loo_samples: int
+    quick: bool = False
 
-    def wait(self) -> None:
-        self._cache.wait()
+    def calibrate(self, key: str, g: float) -> float:
+        return self.calibration.get(key, ds.IDENTITY)(g)
 
-    def _sample(self, store: Any, space: int) -> np.ndarray:
-        """Up to max_samples stored vectors of one space, drawn uniformly over sequence numbers (deleted ones
-        are skipped, so a store with many deletions yields fewer)."""
-        last = store.last_seq()
-        rng = random.Random(last)  # deterministic for a given store state
-        seqs = list(range(1, last + 1)) if last <= self.max_samples else sorted(
-            rng.sample(range(1, last + 1), self.max_samples))
-        rows = [fp[space] for fp in store.fingerprints(seqs, spaces=[space]) if fp is not None]
-        return np.stack(rows).astype(np.float64) if rows else np.zeros((0, 0))
+    def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
+        table = self.idf.get(space)
+        t = np.asarray(terms, dtype=np.int64)
+        if table is None:
+            return np.ones(t.size)
+        known, values, unseen = table
+        if known.size == 0:
+            return np.full(t.size, unseen)
+        pos = np.minimum(np.searchsorted(known, t), known.size - 1)
+        return np.where(known[pos] == t, values[pos], unseen)
+
+
+EMPTY_MODEL = StoreModel(0, {}, {}, None, {}, 0)
 
 
 class TranslationFits:
@@ -236,23 +271,142 @@ class DeltaScComputer:
         self.empty_c = float(utl["empty_store_delta_c"])
         self.stages = utl["lifecycle"]
         self.gain = float(utl["learning_gain"])
+        bounds = utl.get("emotional_weight", {}) or {}
+        self.emotional_bounds = (float(bounds.get("min", 0.5)), float(bounds.get("max", 1.5)))
         g = utl["gaussian"]
-        self.fits = GaussianFits(int(g["min_samples"]), int(g["max_samples"]), int(g["components"]),
-                                 float(g["refit_growth"]))
-        self.translations = TranslationFits(int(utl["transe_min_examples"]), float(g["refit_growth"]))
+        self.min_samples = int(g["min_samples"])
+        self.max_samples = int(g["max_samples"])
+        self.components = int(g["components"])
+        self.refit_growth = float(g["refit_growth"])
+        cal = utl.get("calibration", {}) or {}
+        self.loo_samples = int(cal.get("loo_samples", 48))
+        self.quick_loo_samples = int(cal.get("quick_loo_samples", 12))
+        self.quick_max_samples = int(cal.get("quick_max_samples", 200))
+        self.prior_weight = float(cal.get("prior_weight", 4.0))
+        slope = cal.get("slope", {}) or {}
+        self.slope_bounds = (float(slope.get("min", 1.0)), float(slope.get("max", 1.5)))
+        cl = utl.get("clusters", {}) or {}
+        self.per_cluster = int(cl.get("prototypes", 4))
+        self.max_clusters = int(cl.get("max", 24))
+        self.considered = int(cl.get("considered", 4))
+        self._models = RefitCache("store-model")
+        self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth)
 
     def close(self) -> None:
         """Stop background refits and wait for the running ones (the store is about to close)."""
-        self.fits.close()
+        self._models.close()
         self.translations.close()
 
-    def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
-                coherence_history: Sequence[float], phase_spread: float = 0.0, emotional_weight: float = 1.0,
-                exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
-                triples: Sequence[Any] = (), own_triples: Sequence[Any] = ()) -> DeltaSc:
-        started = time.perf_counter()
-        by_space = {e.space: e for e in embedders}
-        consistency = dc.consistency(coherence_history)
+    def wait(self) -> None:
+        """Until no background refit runs (tests, benchmarks)."""
+        self._models.wait()
+        self.translations.wait()
+
+    # -- the store model -------------------------------------------------------------------------------------
+    def model(self, store: Any, indexes: Any, by_space: Mapping[int, Any]) -> StoreModel:
+        count = store.count()
+        if count < 2:
+            return EMPTY_MODEL
+        deletions = store.last_seq() - count
+
+        def stale(fitted: tuple[int, int, bool] | None) -> bool:
+            if fitted is None:
+                return True
+            n, gone, quick = fitted
+            return quick or gone != deletions or abs(count - n) >= max(1.0, n * self.refit_growth)
+
+        entry = self._models.get("model", (count, deletions, False), stale,
+                                 lambda: self._fit(store, indexes, by_space, quick=False),
+                                 background=True, first=lambda: self._fit(store, indexes, by_space, quick=True),
+                                 first_stamp=lambda m: (count, deletions, m.quick))
+        return entry if entry is not None else EMPTY_MODEL
+
+    def _sample(self, store: Any, size: int, spaces: Sequence[int] | None) -> tuple[list[int], list[Fingerprint]]:
+        """Up to `size` stored fingerprints, drawn uniformly over sequence numbers (deleted ones are skipped),
+        deterministic for a given store state."""
+        last = store.last_seq()
+        rng = random.Random(last)
+        seqs = list(range(1, last + 1)) if last <= size else sorted(rng.sample(range(1, last + 1), size))
+        fps = store.fingerprints(seqs, spaces=spaces) if spaces is not None else store.fingerprints(seqs)
+        kept = [(s, f) for s, f in zip(seqs, fps) if f is not None]
+        return [s for s, _ in kept], [f for _, f in kept]
+
+    def _fit(self, store: Any, indexes: Any, by_space: Mapping[int, Any], quick: bool) -> StoreModel:
+        count = store.count()
+        size = min(self.max_samples, self.quick_max_samples) if quick else self.max_samples
+        seqs, sample = self._sample(store, size, spaces=[1, 6, 7, 13])
+        reduced = quick and (len(seqs) < count or self.quick_loo_samples < min(self.loo_samples, len(seqs)))
+        gaussian: dict[int, ds.GaussianFit] = {}
+        if len(seqs) >= self.min_samples:
+            for sid in GAUSSIAN_SPACES:
+                fit = ds.fit_gaussian(np.stack([f[sid] for f in sample]).astype(np.float64), self.components)
+                if fit is not None:
+                    gaussian[sid] = fit
+        idf: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+        for sid in SPARSE_SPACES:
+            terms = np.concatenate([np.unique(f[sid].indices) for f in sample]) if sample else np.zeros(0, np.int64)
+            known, df = np.unique(terms.astype(np.int64), return_counts=True)
+            n = len(sample)
+            idf[sid] = (known, np.log1p((n - df + 0.5) / (df + 0.5)), float(np.log1p((n + 0.5) / 0.5)))
+        partial = StoreModel(count, gaussian, idf, None, {}, 0)
+        clusters = self._fit_clusters(store, by_space, seqs, sample)
+        partial = StoreModel(count, gaussian, idf, clusters, {}, 0)
+        # leave-one-out statistics of a sample of stored memories, each against the store without itself
+        loo_n = min(self.quick_loo_samples if quick else self.loo_samples, len(seqs))
+        rng = random.Random(store.last_seq() + 1)
+        loo_seqs = sorted(rng.sample(seqs, loo_n)) if loo_n < len(seqs) else list(seqs)
+        stats: dict[str, list[float]] = {}
+        for seq, fp in zip(loo_seqs, store.fingerprints(loo_seqs)):
+            if fp is None:
+                continue
+            ranked, neighbourhood = self._neighbours(store, indexes, fp, frozenset({seq}))
+            for space in SPACES:
+                fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
+                if not fps:
+                    continue
+                sims = space_similarities(by_space, space, fp, fps)
+                for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
+                    stats.setdefault(key, []).append(g)
+        calibration = {key: ds.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
+        return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced)
+
+    def _fit_clusters(self, store: Any, by_space: Mapping[int, Any], seqs: list[int],
+                      sample: list[Fingerprint]) -> Clusters | None:
+        c = dc.cluster_count(len(seqs), 2, self.max_clusters)
+        if c < 2:
+            return None
+        x = np.stack([f[1] for f in sample]).astype(np.float64)
+        centroids, labels = dc.spherical_kmeans(x, c, seed=len(seqs))
+        groups = dc.prototypes(x, centroids, labels, self.per_cluster)
+        member_seqs = [[seqs[i] for i in g] for g in groups]
+        flat = [s for g in member_seqs for s in g]
+        fps = dict(zip(flat, store.fingerprints(flat)))
+        members = [[s for s in g if fps.get(s) is not None] for g in member_seqs]
+        keep = [j for j, g in enumerate(members) if g]
+        if len(keep) < 2:
+            return None
+        centroids = centroids[keep]
+        members = [members[j] for j in keep]
+        member_fps = [[fps[s] for s in g] for g in members]
+        flat_fps = [f for g in member_fps for f in g]
+        groups_idx, start = [], 0
+        for g in members:
+            groups_idx.append(list(range(start, start + len(g))))
+            start += len(g)
+        separation: dict[int, np.ndarray] = {}
+        baseline: dict[int, float] = {}
+        owner = np.repeat(np.arange(len(members)), [len(g) for g in members])
+        across = owner[:, None] != owner[None, :]
+        for space in SPACES:
+            dist = np.stack([1.0 - space_similarities(by_space, space, f, flat_fps) for f in flat_fps])
+            np.fill_diagonal(dist, 0.0)
+            separation[space.id] = dc.separations(dist, groups_idx)
+            baseline[space.id] = float(np.median(1.0 - dist[across]))
+        return Clusters(centroids, members, member_fps, separation, baseline)
+
+    # -- one computation ---------------------------------------------------------------------------------------
+    def _neighbours(self, store: Any, indexes: Any, fingerprint: Fingerprint,
+                    exclude: frozenset[int]) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
         want = 2 * self.k
         ranked: dict[int, list[int]] = {}
         for space in INDEXED_SPACES:
@@ -263,83 +417,170 @@ class DeltaScComputer:
         # ranks its related memories from this same neighbourhood (Retriever.rank) without reading it again
         union = list(dict.fromkeys(seq for seqs in ranked.values() for seq in seqs))
         neighbourhood = {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
+        return ranked, neighbourhood
+
+    def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
+                coherence_history: Sequence[float], phase_spread: float | None = None,
+                emotional_weight: float = 1.0, exclude: frozenset[int] = frozenset(),
+                edge_weights: Sequence[float] = (), triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
+                importance: float | None = None, tau: Sequence[float] | None = None) -> DeltaSc:
+        """`phase_spread` is accepted for older callers and ignored: φ is the memory's own binding spread
+        (D19). wₑ = 0.5 + `importance` when given, else `emotional_weight`; τ uniform unless given."""
+        started = time.perf_counter()
+        by_space = {e.space: e for e in embedders}
+        ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)
         timings = {"neighbours": _ms(started)}
-        results = []
+        model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
+        timings["model"] = _ms(started) - timings["neighbours"]
+        cluster_dists = self._cluster_distances(model, by_space, fingerprint, exclude)
+        partial = []
         for space in SPACES:
             fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
-            near, ring = fps[: self.k], fps[self.k:]
-            results.append(self._space(store, by_space, space, fingerprint, near, ring, consistency, edge_weights,
-                                       triples, own_triples))
-        timings["spaces"] = _ms(started) - timings["neighbours"]
-        tau = learning.normalised([1.0] * len(SPACES))
-        entropy = float(np.dot(tau, [r.delta_s for r in results]))
-        coherence = float(np.dot(tau, [r.delta_c for r in results]))
+            partial.append(self._space(store, model, by_space, space, fingerprint, fps, edge_weights, triples,
+                                       own_triples, cluster_dists))
+        current = float(np.mean([dc.delta_c(p[3], p[4], 1.0, self.weights) for p in partial]))
+        consistency = dc.consistency(coherence_history, current if neighbourhood else None)
+        results = []
+        for sid, delta_s, method, conn, fit, n in partial:
+            if n == 0:
+                results.append(SpaceResult(sid, delta_s, self.empty_c, method, 0.0, dc.NEUTRAL_FIT, 0))
+            else:
+                results.append(SpaceResult(sid, delta_s, dc.delta_c(conn, fit, consistency, self.weights), method,
+                                           conn, fit, n))
+        timings["spaces"] = _ms(started) - timings["neighbours"] - timings["model"]
+        weights = learning.normalised(list(tau) if tau is not None and len(tau) == len(SPACES)
+                                      else [1.0] * len(SPACES))
+        s_values = [r.delta_s for r in results]
+        c_values = [r.delta_c for r in results]
+        entropy = float(np.dot(weights, s_values))
+        coherence = float(np.dot(weights, c_values))
         stage = learning.lifecycle(store.count(), self.stages)
-        score = learning.learning_score([r.delta_s for r in results], [r.delta_c for r in results], tau,
-                                        stage.lambda_s, stage.lambda_c, emotional_weight, phase_spread, self.gain)
+        w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
+        phi = learning.binding_phase_spread(s_values)
+        score = learning.learning_score(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
+                                        self.gain, self.emotional_bounds)
+        predicted = learning.learning_score([s_values[0]] * len(SPACES), [c_values[0]] * len(SPACES), weights,
+                                            stage.lambda_s, stage.lambda_c, w_e, 0.0, self.gain,
+                                            self.emotional_bounds)
         timings["total"] = _ms(started)
         return DeltaSc(results, consistency, entropy, coherence, score, classify(entropy, coherence, self.threshold),
-                       stage, self.threshold, timings, neighbourhood)
+                       stage, self.threshold, timings, neighbourhood, predicted, phi, w_e)
 
-    def _space(self, store: Any, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, near: list, ring: list,
-               consistency: float, edge_weights: Sequence[float], triples: Sequence[Any],
-               own_triples: Sequence[Any]) -> SpaceResult:
+    def _cluster_distances(self, model: StoreModel, by_space: Mapping[int, Any], fp: Fingerprint,
+                           exclude: frozenset[int]) -> dict[int, list[tuple[np.ndarray, float]]]:
+        """Per space, for the `considered` clusters nearest in E1: (distances to the cluster's prototypes, the
+        cluster's separation b). The scored memory is left out of the prototypes."""
+        cl = model.clusters
+        if cl is None:
+            return {}
+        v = np.nan_to_num(np.asarray(fp[1], dtype=np.float64))
+        norm = np.linalg.norm(v)
+        near = np.argsort(-(cl.centroids @ (v / norm if norm > 0 else v)), kind="stable")[: self.considered]
+        chosen = []
+        for c in near.tolist():
+            keep = [i for i, s in enumerate(cl.members[c]) if s not in exclude]
+            if keep:
+                chosen.append((c, [cl.fingerprints[c][i] for i in keep]))
+        out: dict[int, list[tuple[np.ndarray, float]]] = {}
+        flat = [f for _, fps in chosen for f in fps]
+        bounds = np.cumsum([0] + [len(fps) for _, fps in chosen])
+        for space in SPACES:  # one similarity call per space over every chosen prototype
+            dist = 1.0 - space_similarities(by_space, space, fp, flat)
+            out[space.id] = [(dist[bounds[j]:bounds[j + 1]], float(cl.separation[space.id][c]))
+                             for j, (c, _) in enumerate(chosen)]
+        return out
+
+    def _space(self, store: Any, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
+               fps: list, edge_weights: Sequence[float], triples: Sequence[Any], own_triples: Sequence[Any],
+               cluster_dists: Mapping[int, list]) -> tuple[int, float, str, float, float, int]:
+        """(space, ΔS, method, connectivity, cluster fit, neighbours)."""
         sid = space.id
-        if not near:
-            return SpaceResult(sid, self.empty_s, self.empty_c, "empty store: everything is novel", 0.0,
-                               dc.NEUTRAL_FIT, 0)
-        sims = space_similarities(by_space, space, fp, near)
-        ring_sims = space_similarities(by_space, space, fp, ring)
-        delta_s, method = self._novelty(store, by_space, sid, fp, near, sims, triples, own_triples)
-        conn = dc.connectivity(sims, self.connect)
+        if not fps:
+            return sid, self.empty_s, "empty store: everything is novel", 0.0, dc.NEUTRAL_FIT, 0
+        sims = space_similarities(by_space, space, fp, fps)
+        stats = self._statistics(model, by_space, sid, fp, fps, sims)
+        delta_s, method = self._novelty(store, model, sid, stats, triples, own_triples, len(fps))
+        baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
+        conn = dc.graded_connectivity(np.sort(sims)[::-1][: self.k], self.connect if baseline is None else baseline)
         if sid == GRAPH_SPACE and len(edge_weights):
             conn = dc.connectivity(edge_weights, 0.0)
-        fit = dc.cluster_fit_from_distances(1.0 - sims, 1.0 - ring_sims)
-        return SpaceResult(sid, delta_s, dc.delta_c(conn, fit, consistency, self.weights), method, conn, fit,
-                           len(near))
+        pairs = cluster_dists.get(sid, [])
+        fit = dc.cluster_silhouette([d for d, _ in pairs], [b for _, b in pairs]) if pairs else dc.NEUTRAL_FIT
+        return sid, delta_s, method, conn, fit, len(fps)
 
-    def _novelty(self, store: Any, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, near: list,
-                 sims: np.ndarray, triples: Sequence[Any], own_triples: Sequence[Any]) -> tuple[float, str]:
+    def _statistics(self, model: StoreModel, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, fps: list,
+                    sims: np.ndarray) -> dict[str, float]:
+        """The raw local statistics g of one space (utl.delta_s), keyed by what they are calibrated as."""
         k = self.k
-        if sid in GAUSSIAN_SPACES:
-            fit = self.fits.get(store, sid)
-            knn = ds.knn_novelty(sims, k)
-            if fit is None:
-                return knn, (f"knn (k={k}): a Gaussian fit needs at least {self.fits.min_samples} memories")
-            gauss = ds.gaussian_novelty(fit, np.asarray(fp[sid], dtype=np.float64))
-            if sid == 1:
-                return gauss, (f"gaussian: Mahalanobis to a PPCA fit of {fit.samples} stored E1 vectors "
-                               f"({len(fit.variances)} components), chi-square CDF (dof {fit.mean.size})")
-            return ds.hybrid_novelty(gauss, knn), f"hybrid: mean of the Gaussian ({fit.samples} samples) and knn (k={k})"
+        key = f"E{sid}"
         if sid == 5:
             e5 = by_space[5]
-            column = [f[5] for f in near]
-            forward = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="forward")), 0.0, 1.0)
-            backward = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="backward")), 0.0, 1.0)
-            return ds.asymmetric_knn_novelty(forward, backward, k), f"asymmetric_knn (k={k}): cause→cause, effect→effect"
+            column = [f[5] for f in fps]
+            fwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="forward")), 0.0, 1.0)
+            bwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="backward")), 0.0, 1.0)
+            return {key: 0.5 * (ds.local_statistic(1.0 - fwd, k) + ds.local_statistic(1.0 - bwd, k))}
+        if sid in SPARSE_SPACES:
+            own = fp[sid]
+            terms = np.asarray(own.indices, dtype=np.int64)
+            union = np.unique(np.concatenate([np.asarray(f[sid].indices, dtype=np.int64) for f in fps]))
+            covered = np.isin(terms, union, assume_unique=True)
+            weights = np.abs(np.asarray(own.values, dtype=np.float64)) * model.idf_of(sid, terms)
+            return {key: ds.sparse_statistic(float(sims.max()) if sims.size else 0.0, weights, covered)}
+        cosine = ds.local_statistic(1.0 - sims, k)
+        fit = model.gaussian.get(sid)
+        if sid in GAUSSIAN_SPACES and fit is not None:
+            maha = ds.local_statistic(ds.mahalanobis_distances(fit, np.asarray(fp[sid], dtype=np.float64),
+                                                               np.stack([f[sid] for f in fps])), k)
+            return {key: maha, f"{key}/cosine": cosine} if sid == 7 else {key: maha}
+        if sid == 7:
+            return {f"{key}/cosine": cosine}
+        return {key: cosine}
+
+    def _novelty(self, store: Any, model: StoreModel, sid: int, stats: Mapping[str, float],
+                 triples: Sequence[Any], own_triples: Sequence[Any], n: int) -> tuple[float, str]:
+        k = self.k
+        key = f"E{sid}"
+        loo = f"calibrated on {model.loo_samples} leave-one-out memories" if model.loo_samples else "uncalibrated"
+        if sid == 1:
+            fit = model.gaussian.get(1)
+            if fit is None:
+                return (model.calibrate(key, stats[key]),
+                        f"knn (k={k}): √(d₁·d̄ₖ) of cosine distances, {loo}; the Gaussian (Ledoit–Wolf) fit needs "
+                        f"{self.min_samples} memories")
+            return (model.calibrate(key, stats[key]),
+                    f"gaussian: √(d₁·d̄ₖ) of Mahalanobis distances to the {min(n, k)} nearest under a Ledoit–Wolf "
+                    f"covariance of {fit.samples} stored E1 vectors (shrinkage {fit.shrinkage:.3f}), {loo}")
+        if sid == 7:
+            cos = model.calibrate(f"{key}/cosine", stats[f"{key}/cosine"])
+            if key not in stats:
+                return cos, f"knn (k={k}): √(d₁·d̄ₖ) of cosine distances, {loo} (hybrid once {self.min_samples} stored)"
+            return (ds.hybrid_novelty(model.calibrate(key, stats[key]), cos),
+                    f"hybrid: mean of the Ledoit–Wolf Mahalanobis and cosine local scores, {loo}")
+        value = model.calibrate(key, stats[key])
+        if sid == 5:
+            return value, f"asymmetric_knn (k={k}): cause→cause and effect→effect, {loo}"
         if sid == 9:
-            bits = int(np.asarray(fp[9]).size * 8)
-            return ds.hamming_novelty(fp[9], np.stack([f[9] for f in near]), bits), "hamming: to the nearest"
+            return value, f"hamming: √(d₁·d̄ₖ) of normalised Hamming distances, {loo}"
         if sid == 12:
-            return ds.maxsim_novelty(fp[12], [f[12] for f in near]), "maxsim: 1 − MaxSim to the nearest"
-        if sid == 13:
-            return ds.jaccard_novelty(fp[13].indices, [f[13].indices for f in near]), "jaccard: 1 − max over term sets"
-        if sid == 11:
-            if not triples:
-                return ds.knn_novelty(sims, k), f"knn (k={k}): the memory states no relation triple for TransE"
-            model = self.translations.get(store)
+            return value, f"maxsim: √(d₁·d̄ₖ) of 1 − MaxSim to E1's nearest, {loo}"
+        if sid in SPARSE_SPACES:
+            return value, (f"jaccard: √(d₁·(¾u + ¼d₁)), d₁ = 1 − max Jaccard, u the idf share of terms no "
+                           f"neighbour uses, {loo}")
+        if sid == 11 and triples:
+            model_t = self.translations.get(store)
             if own_triples:  # a stored vertex is scored against the store without itself
-                model = model.without(relation_vectors(own_triples))
+                model_t = model_t.without(relation_vectors(own_triples))
             vectors = relation_vectors(triples)
-            score = transe.transe_novelty(model, vectors)
-            if score is None:
-                relations = sorted({r for r, _, _ in vectors})
-                return ds.knn_novelty(sims, k), (f"knn (k={k}): TransE knows no relation {', '.join(relations)} "
-                                                 f"yet (needs {self.translations.min_examples} stored triples)")
-            used = sorted({r for r, _, _ in vectors if r in model.vectors})
-            return score, (f"transe: ‖h + r − t‖² against the stored translation of {', '.join(used)} "
-                           f"({sum(model.counts[r] for r in used)} triples)")
-        return ds.knn_novelty(sims, k), f"knn (k={k})"
+            score = transe.transe_novelty(model_t, vectors)
+            if score is not None:
+                used = sorted({r for r, _, _ in vectors if r in model_t.vectors})
+                return (ds.hybrid_geometric(value, score),
+                        f"transe: √(calibrated knn · ‖h + r − t‖² score) against the stored translation of "
+                        f"{', '.join(used)} ({sum(model_t.counts[r] for r in used)} triples)")
+            relations = sorted({r for r, _, _ in vectors})
+            return value, (f"knn (k={k}), {loo}: TransE knows no relation {', '.join(relations)} yet (needs "
+                           f"{self.translations.min_examples} stored triples)")
+        return value, f"knn (k={k}): √(d₁·d̄ₖ) of 1 − similarity, {loo}"
 
 
 def _ms(started: float) -> float:

@@ -1,13 +1,22 @@
 """Coherence ΔC (SPEC §8): ΔC = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency, each in [0, 1].
 
-    Connectivity  mean similarity of the memory's neighbours above the connectivity threshold (0 when none)
-    ClusterFit    silhouette s = (b − a)/max(a, b) mapped to [0, 1] as (s + 1)/2, where a is the mean distance
-                  to the memory's own cluster and b the smallest mean distance to another cluster
-    Consistency   1 − variance of recent coherence values
+    Connectivity  how far the memory's nearest neighbours stand above the similarity of unrelated memories
+                  (`graded_connectivity`; `connectivity`: the mean similarity above a fixed threshold)
+    ClusterFit    a silhouette against the clusters of the stored memories (issue 11), mapped to [0, 1] as
+                  (s + 1)/2: the memory joins the cluster it is closest to (mean distance a to that cluster's
+                  prototype members), and s = (b − a)/max(a, b) with b that cluster's own separation — the mean,
+                  over its members, of their mean distance to the nearest other cluster (`separations`). A
+                  memory as close to the cluster as its members are to each other scores like a member (the
+                  cluster's silhouette); one farther from every cluster than the clusters are from each other has
+                  a > b and scores below 0.5. The clusters are spherical k-means of stored E1 vectors
+                  (`spherical_kmeans`); distances are measured in each space's own measure.
+    Consistency   1 − 4·mean squared difference between the recent coherence values and this operation's (a
+                  spread of values in [0, 1] is at most ¼): the history's variance plus how far this memory's
+                  coherence lies from the recent mean (`consistency`)
 
-ClusterFit is required, never dropped (SPEC §8). Where it is undefined — no cluster mates or no other cluster
-(an empty store, one memory) — it is 0.5, the silhouette's "on the border" value, so it neither rewards nor
-punishes what cannot be judged yet.
+ClusterFit is required, never dropped (SPEC §8). Where it is undefined — fewer than two clusters, no prototype
+to compare with (an empty store, a handful of memories) — it is 0.5, the silhouette's "on the border" value, so
+it neither rewards nor punishes what cannot be judged yet.
 """
 
 from __future__ import annotations
@@ -29,6 +38,18 @@ def connectivity(similarities: Sequence[float], threshold: float) -> float:
     s = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64)), 0.0, 1.0)
     above = s[s > threshold]
     return float(above.mean()) if above.size else 0.0
+
+
+def graded_connectivity(similarities: Sequence[float], baseline: float) -> float:
+    """Mean over the neighbours of (s − θ)/(1 − θ) clipped to [0, 1], θ the baseline similarity of unrelated
+    memories in the space: 0 for neighbours no closer than unrelated memories, 1 for identical ones, graded in
+    between (a hard threshold made every new fact on a stored topic as unconnected as an unrelated text).
+    None → 0."""
+    s = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64)), 0.0, 1.0)
+    if s.size == 0:
+        return 0.0
+    theta = min(max(float(baseline) if math.isfinite(baseline) else 0.0, 0.0), 1.0 - 1e-6)
+    return _unit(float(np.clip((s - theta) / (1.0 - theta), 0.0, 1.0).mean()))
 
 
 def silhouette(a: float, b: float) -> float:
@@ -71,12 +92,24 @@ def cluster_fit_from_distances(own: Sequence[float], other: Sequence[float]) -> 
     return _unit((silhouette(float(a_d.mean()), float(b_d.mean())) + 1.0) / 2.0)
 
 
-def consistency(history: Sequence[float]) -> float:
-    """1 − variance of recent coherence values; fewer than two values show no inconsistency yet → 1."""
-    h = np.asarray([v for v in history if math.isfinite(v)], dtype=np.float64)
-    if h.size < 2:
+def consistency(history: Sequence[float], current: float | None = None) -> float:
+    """How consistent coherence is with the recent history, scaled so the largest spread of values in [0, 1]
+    (a variance of ¼) maps to 0:
+
+        no `current`:  1 − 4·variance of the recent coherence values (SPEC §8)
+        `current`:     1 − 4·mean (hⱼ − current)² = 1 − 4·(variance + (mean − current)²): the same spread,
+                       measured around this operation's own coherence, so a memory that coheres unlike the
+                       recent ones (an unrelated text in a focused session, a duplicate in a scattered one) is
+                       less consistent
+
+    Fewer than two values in all → 1 (no inconsistency shown yet)."""
+    h = np.clip(np.asarray([float(v) for v in history if math.isfinite(float(v))], dtype=np.float64), 0.0, 1.0)
+    if current is None or not math.isfinite(float(current)):
+        return 1.0 if h.size < 2 else _unit(1.0 - 4.0 * float(h.var()))
+    if h.size < 1:
         return 1.0
-    return _unit(1.0 - float(h.var()))
+    c = min(max(float(current), 0.0), 1.0)
+    return _unit(1.0 - 4.0 * float(np.mean((h - c) ** 2)))
 
 
 def delta_c(connectivity_value: float, cluster_fit_value: float, consistency_value: float,
@@ -84,3 +117,103 @@ def delta_c(connectivity_value: float, cluster_fit_value: float, consistency_val
     return _unit(weights["connectivity"] * _unit(connectivity_value)
                  + weights["cluster_fit"] * _unit(cluster_fit_value)
                  + weights["consistency"] * _unit(consistency_value))
+
+
+# --- clusters of the stored memories ----------------------------------------------------------------------------
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    x = np.nan_to_num(np.asarray(x, dtype=np.float64))
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+def cluster_count(n: int, lo: int = 2, hi: int = 24) -> int:
+    """√(n/2) clusters (the classic rule of thumb), within [lo, hi]; 0 below 4 memories (nothing to cluster)."""
+    if n < 4:
+        return 0
+    return int(min(max(round(math.sqrt(n / 2.0)), lo), hi, n))
+
+
+def spherical_kmeans(x: np.ndarray, k: int, iterations: int = 25, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(centroids [k, d] unit rows, labels [n]) of the rows of `x` by cosine: k-means++ seeding, then Lloyd
+    steps on unit vectors until no label changes. Deterministic for a seed. k is capped at the number of rows;
+    an emptied cluster is reseeded with the row farthest from its centroid."""
+    u = _unit_rows(x)
+    n = u.shape[0]
+    k = int(min(max(k, 1), n))
+    rng = np.random.default_rng(seed)
+    centroids = np.empty((k, u.shape[1]))
+    centroids[0] = u[rng.integers(n)]
+    closest = np.clip(1.0 - u @ centroids[0], 0.0, None)
+    for j in range(1, k):
+        total = float(closest.sum())
+        idx = int(rng.choice(n, p=closest / total)) if total > 0 else int(rng.integers(n))
+        centroids[j] = u[idx]
+        closest = np.minimum(closest, np.clip(1.0 - u @ centroids[j], 0.0, None))
+    labels = np.full(n, -1)
+    for _ in range(max(iterations, 1)):
+        sims = u @ centroids.T
+        new = sims.argmax(axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        for j in range(k):
+            members = u[labels == j]
+            if members.shape[0] == 0:
+                far = int(np.argmin(sims.max(axis=1)))
+                centroids[j] = u[far]
+                labels[far] = j
+                continue
+            c = members.sum(axis=0)
+            norm = np.linalg.norm(c)
+            centroids[j] = c / norm if norm > 0 else members[0]
+    return centroids, labels
+
+
+def prototypes(x: np.ndarray, centroids: np.ndarray, labels: np.ndarray, per_cluster: int) -> list[np.ndarray]:
+    """Per cluster, the row indices of its `per_cluster` members closest to the centroid (medoid-like
+    prototypes that stand for the cluster in every space)."""
+    u = _unit_rows(x)
+    out = []
+    for j in range(centroids.shape[0]):
+        idx = np.flatnonzero(labels == j)
+        order = np.argsort(-(u[idx] @ centroids[j]), kind="stable")
+        out.append(idx[order[:per_cluster]])
+    return out
+
+
+def separations(distances: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """b of each cluster: over its prototypes, the mean of their smallest mean distance to another cluster's
+    prototypes. `distances` [P, P] between all prototypes, `groups` the prototype indices of each cluster.
+    A cluster with no other cluster (or no prototypes) gets NaN."""
+    dist = np.asarray(distances, dtype=np.float64)
+    out = np.full(len(groups), np.nan)
+    for j, own in enumerate(groups):
+        if not len(own):
+            continue
+        per_member = []
+        for i in own:
+            means = [float(dist[i, list(g)].mean()) for c, g in enumerate(groups) if c != j and len(g)]
+            if means:
+                per_member.append(min(means))
+        if per_member:
+            out[j] = float(np.mean(per_member))
+    return out
+
+
+def cluster_silhouette(distances: Sequence[Sequence[float]], separation: Sequence[float]) -> float:
+    """ClusterFit ∈ [0, 1] of a memory: `distances[c]` its distances to cluster c's prototypes (itself left
+    out), `separation[c]` that cluster's b. Own cluster: the smallest mean distance a; s = (b − a)/max(a, b)
+    against the own cluster's b; (s + 1)/2. No usable cluster → 0.5."""
+    best_a, best_b = math.inf, math.nan
+    for d, b in zip(distances, separation):
+        d = np.asarray([v for v in np.asarray(d, dtype=np.float64).ravel() if math.isfinite(v)])
+        if d.size == 0 or not math.isfinite(b):
+            continue
+        a = float(d.mean())
+        if a < best_a:
+            best_a, best_b = a, float(b)
+    if not math.isfinite(best_a):
+        return NEUTRAL_FIT
+    return _unit((silhouette(best_a, best_b) + 1.0) / 2.0)

@@ -1,25 +1,48 @@
 """Surprise ΔS (SPEC §8): per embedding space i, ΔSᵢ ∈ [0, 1] is the novelty of a memory against what is stored.
 
-    knn             1 − mean cosine of the k nearest stored vectors (k = 5); every space not named below
-    asymmetric_knn  E5 (causal): ½·(kNN novelty of cause→cause + kNN novelty of effect→effect)
-    gaussian        E1: Mahalanobis distance d² to a Gaussian fit of the stored vectors, mapped to [0, 1] by the
-                    chi-square CDF with dof = d (under the fit, d² of a stored-like point is χ²(d), so the CDF is
-                    the probability that a typical point lies closer: ~uniform for typical points, → 1 for outliers)
-    hybrid          E7: mean of the gaussian and kNN scores
-    hamming         E9: normalised Hamming distance to the nearest stored bit vector
-    maxsim          E12: 1 − ColBERT MaxSim to the nearest stored token matrix
-    jaccard         E13: 1 − max Jaccard of term sets
+Every content space scores in two steps (issue 11):
+
+1. A raw *local* statistic g ∈ [0, 1] in the space's own measure, against the memory's nearest stored
+   neighbours (the memory itself never among them): `local_statistic` = √(d₁ · d̄ₖ), the geometric mean of the
+   distance to the nearest stored memory and the mean distance to the k nearest. d₁ makes an exact duplicate 0
+   and a light edit small; d̄ₖ separates "near one stored memory but off-topic" from "inside a stored topic".
+   The per-space distance:
+       knn             1 − similarity (cosine or the space's own measure)          E2-E4, E8, E10 and fallbacks
+       gaussian        E1: Mahalanobis distance under a Ledoit–Wolf shrinkage covariance of the stored vectors,
+                       d²(x, y)/2d (1 for two independent draws of the fit), once the store holds
+                       `gaussian.min_samples`; cosine kNN below (a shrunk covariance of a few dozen vectors is
+                       nearly isotropic and says nothing cosine does not)
+       hybrid          E7: the mean of the calibrated gaussian and kNN scores
+       asymmetric_knn  E5: ½·(g of cause→cause + g of effect→effect), each direction with its own neighbours
+       hamming         E9: normalised Hamming distance
+       maxsim          E12: 1 − ColBERT MaxSim
+       jaccard         E6, E13 (sparse): d₁ = 1 − the largest Jaccard of term sets; d̄ₖ is replaced by the
+                       idf-weighted share of the memory's terms that none of its neighbours uses
+                       (`uncovered_share`): a new fact on a stored topic reuses the topic's rare words, an
+                       unrelated text only the common ones
+       transe          E11: √(calibrated kNN · TransE residual score) when the memory states a relation triple
+                       the store knows (utl.transe), so a duplicate triple still scores 0
+2. A *calibration* to [0, 1] on the store's own leave-one-out distribution: the same statistic for a sample of
+   stored memories, each against the store without itself (`fit_calibration`). ΔS = sigmoid(slope·(logit g −
+   location)): a memory as novel as the store's typical memory scores 0.5, a duplicate ~0, one beyond
+   everything stored → 1. The location is the mean logit of the leave-one-out sample, shrunk toward 0 (the
+   identity map g → g) by `prior_weight` pseudo-samples, so 5 memories calibrate a little and 100K fully; the
+   slope is the logistic fitted to the sample's spread, bounded to `slope_bounds` (fitted slopes of real
+   stores are 3-7, which would put every light edit at 0.000 and every new topic at 1.000: a bounded slope
+   keeps both ends readable).
 
 An empty store gives ΔS = 1: with nothing to compare against, everything is new. Likewise anything that cannot be
 measured (NaN distance, no fit) counts as novel. Every function returns a finite float in [0, 1].
 
-The Gaussian is probabilistic PCA (Tipping & Bishop 1999), not the full sample covariance: E1 has d = 384 and the
-store often holds fewer memories than that, so the sample covariance is singular (rank ≤ n − 1) and its inverse
-does not exist; shrinkage would need a tuned constant. PPCA keeps the top m principal directions with their own
-variances and gives every other direction the mean of the discarded variance σ², which is the maximum-likelihood
-Gaussian of that rank. It is always invertible and its Mahalanobis distance costs O(m·d) per point instead of
-O(d²). The chi-square CDF is the regularized lower incomplete gamma P(dof/2, x/2), computed here (series below
-a + 1, Lentz continued fraction above, as in Numerical Recipes gammp/gser/gcf) so scipy is not a dependency.
+The older whole-store scores stay available (`knn_novelty`, `gaussian_novelty`: χ² CDF of the Mahalanobis
+distance to the fitted mean), but they do not order duplicates below new facts on a stored topic: a duplicate
+of a stored memory is exactly as typical of the store as the memory itself.
+
+The covariance is Ledoit & Wolf (2004): Σ = (1 − s)·S + s·μ·I with S the sample covariance (divided by n), μ its
+mean eigenvalue and s the closed-form optimal shrinkage; all of it from the n×n Gram matrix, so no d×d matrix
+is formed. Σ's eigenvectors are S's, which keeps the O(m·d) Mahalanobis of probabilistic PCA: the top
+directions with variances (1 − s)λⱼ + sμ, every other direction sμ. The chi-square CDF is the regularized lower
+incomplete gamma P(dof/2, x/2), computed here so scipy is not a dependency.
 """
 
 from __future__ import annotations
@@ -31,13 +54,17 @@ from dataclasses import dataclass
 import numpy as np
 
 METHODS: dict[str, str] = {
-    "knn": "1 − mean cosine similarity of the k nearest stored vectors (k = 5)",
-    "asymmetric_knn": "mean of cause→cause and effect→effect kNN novelty, each with its own k nearest",
-    "gaussian": "Mahalanobis distance to a PPCA Gaussian fit of stored vectors, chi-square CDF (dof = d)",
-    "hybrid": "mean of the gaussian and kNN novelty scores",
-    "hamming": "normalised Hamming distance to the nearest stored bit vector",
-    "maxsim": "1 − ColBERT MaxSim (mean over query tokens of the best cosine) to the nearest stored document",
-    "jaccard": "1 − the largest Jaccard similarity of term-id sets to any stored memory",
+    "knn": "√(d₁·d̄ₖ) of 1 − similarity to the k nearest stored (k = 5), calibrated on the store's "
+           "leave-one-out sample",
+    "asymmetric_knn": "mean of the cause→cause and effect→effect local statistics, each with its own nearest, "
+                      "calibrated",
+    "gaussian": "√(d₁·d̄ₖ) of Mahalanobis distances under a Ledoit–Wolf covariance of stored vectors, calibrated",
+    "hybrid": "mean of the calibrated gaussian and kNN novelty scores",
+    "hamming": "√(d₁·d̄ₖ) of normalised Hamming distances to the nearest stored bit vectors, calibrated",
+    "maxsim": "√(d₁·d̄ₖ) of 1 − ColBERT MaxSim to the nearest stored documents, calibrated",
+    "jaccard": "√(d₁·(¾u + ¼d₁)) with d₁ = 1 − the largest Jaccard of term sets and u the idf-weighted share of "
+               "terms no neighbour uses, calibrated",
+    "transe": "√(calibrated kNN · TransE residual score e²/(e² + σ²)) for a relation triple the store knows",
 }
 
 _EPS = 1e-15  # relative convergence of the incomplete-gamma series and continued fraction
@@ -151,28 +178,48 @@ def chi2_cdf(x: float, dof: float) -> float:
 @dataclass(frozen=True, slots=True)
 class GaussianFit:
     """Σ = V diag(λ) Vᵀ + σ²(I − V Vᵀ): `components` V [m, d] orthonormal rows, `variances` λ [m] > σ²,
-    `residual_variance` σ² > 0, fitted to `samples` vectors with mean `mean` [d]."""
+    `residual_variance` σ² > 0, fitted to `samples` vectors with mean `mean` [d]; `shrinkage` the Ledoit–Wolf
+    intensity s (σ² = s·μ)."""
 
     mean: np.ndarray
     components: np.ndarray
     variances: np.ndarray
     residual_variance: float
     samples: int
+    shrinkage: float = 0.0
 
     @property
     def dim(self) -> int:
         return int(self.mean.shape[0])
 
 
-def fit_gaussian(samples: np.ndarray, max_components: int = 32) -> GaussianFit | None:
-    """The PPCA Gaussian of the rows of `samples` [n, d]; fewer than two rows → None (no spread to measure).
+def ledoit_wolf_shrinkage(centred: np.ndarray) -> float:
+    """The Ledoit–Wolf shrinkage intensity s ∈ [0, 1] of centred samples [n, d], as sklearn.covariance computes
+    it, from norms and the n×n Gram matrix only:
 
-    V is the top m = min(max_components, n − 1, d) right singular vectors of the centred samples, λ their
-    eigenvalues of the sample covariance S (divided by n − 1), σ² = (trace S − Σλ)/(d − m), the mean discarded
-    eigenvalue. When m = d nothing is discarded and σ² is the smallest λ (that direction then moves into the
-    residual term, an identical Σ). Every variance is floored at 1e-6 · max(trace S / d, 1e-12), so identical or
-    few samples never divide by zero; components whose λ is not above σ² add nothing and are dropped.
+        S = XᵀX/n, μ = tr S/d, δ = ‖S − μI‖²_F/d, β = min(δ, (Σₖ‖xₖ‖⁴/n − ‖S‖²_F)/(n·d)), s = β/δ
     """
+    x = np.asarray(centred, dtype=np.float64)
+    n, d = x.shape
+    if n < 1 or d < 1:
+        return 1.0
+    sq = np.einsum("ij,ij->i", x, x)
+    gram = x @ x.T
+    s_fro2 = float(np.sum(gram * gram)) / (n * n)  # ‖XᵀX‖²_F = ‖XXᵀ‖²_F
+    mu = float(sq.sum()) / (n * d)
+    delta = (s_fro2 - 2.0 * mu * float(sq.sum()) / n + d * mu * mu) / d
+    beta = (float(np.sum(sq * sq)) / n - s_fro2) / (n * d)
+    beta = min(max(beta, 0.0), delta)
+    return 1.0 if delta <= 0.0 else float(beta / delta)
+
+
+def fit_gaussian(samples: np.ndarray, max_components: int = 384) -> GaussianFit | None:
+    """The Ledoit–Wolf Gaussian of the rows of `samples` [n, d]; fewer than two rows → None (no spread).
+
+    S's eigenpairs come from the SVD of the centred samples (λ = σ²/n, at most min(n, d) of them); the top
+    m = min(max_components, n, d) are kept with variances (1 − s)λ + sμ and every other direction gets sμ, the
+    shrinkage target (a discarded direction's (1 − s)λ is dropped: with max_components ≥ rank nothing is).
+    Identical samples (μ = 0) get a tiny isotropic variance so nothing divides by zero."""
     if max_components < 0:
         raise ValueError(f"max_components must be non-negative (got {max_components})")
     x = np.nan_to_num(np.asarray(samples, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
@@ -183,26 +230,45 @@ def fit_gaussian(samples: np.ndarray, max_components: int = 32) -> GaussianFit |
         return None
     mean = x.mean(axis=0)
     centred = x - mean
+    shrink = ledoit_wolf_shrinkage(centred)
     _, singular, vt = np.linalg.svd(centred, full_matrices=False)
-    eig = singular**2 / (n - 1)
-    trace = float(np.sum(centred * centred)) / (n - 1)
-    floor = _VARIANCE_FLOOR * max(trace / d, 1e-12)
-    m = min(max_components, n - 1, d, eig.size)
-    kept = eig[:m]
-    if m < d:
-        residual = max(trace - float(kept.sum()), 0.0) / (d - m)
-    else:
-        residual = float(kept[-1]) if m else 0.0
-    residual = max(residual, floor)
-    kept = np.maximum(kept, floor)
-    keep = kept > residual
-    return GaussianFit(
-        mean=mean,
-        components=np.ascontiguousarray(vt[:m][keep]),
-        variances=kept[keep].copy(),
-        residual_variance=residual,
-        samples=n,
-    )
+    eig = singular**2 / n
+    mu = float(np.sum(centred * centred)) / (n * d)
+    floor = _VARIANCE_FLOOR * max(mu, 1e-12)
+    residual = max(shrink * mu, floor)
+    m = min(max_components, eig.size, d)
+    variances = (1.0 - shrink) * eig[:m] + residual
+    keep = variances > residual * (1.0 + 1e-12)
+    return GaussianFit(mean=mean, components=np.ascontiguousarray(vt[:m][keep]), variances=variances[keep].copy(),
+                       residual_variance=residual, samples=n, shrinkage=shrink)
+
+
+def mahalanobis_sq_rows(fit: GaussianFit, diffs: np.ndarray) -> np.ndarray:
+    """(x − y)ᵀ Σ⁻¹ (x − y) for each row of `diffs` [k, d] (differences of two vectors, no mean involved):
+    the pairwise Mahalanobis distance the local statistic uses. Non-finite → inf."""
+    dd = np.asarray(diffs, dtype=np.float64)
+    if dd.ndim == 1:
+        dd = dd.reshape(1, -1)
+    if dd.shape[1] != fit.dim:
+        raise ValueError(f"vectors have dimension {dd.shape[1]}, the fit {fit.dim}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = dd @ fit.components.T
+        z2 = z * z
+        residual = np.maximum(np.einsum("ij,ij->i", dd, dd) - z2.sum(axis=1), 0.0)
+        out = (z2 / fit.variances).sum(axis=1) + residual / fit.residual_variance
+    return np.where(np.isfinite(out), out, np.inf)
+
+
+def mahalanobis_distances(fit: GaussianFit, x: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Normalised pairwise Mahalanobis distances u = d²(x, yⱼ)/(2d) of `x` to each row of `others`, mapped to
+    [0, 1) as u/(1 + u) (so logit of the result is ln u): two independent draws of the fit have E[d²] = 2d."""
+    v = np.asarray(x, dtype=np.float64).ravel()
+    ys = np.asarray(others, dtype=np.float64).reshape(-1, v.size)
+    if ys.shape[0] == 0:
+        return np.zeros(0)
+    u = mahalanobis_sq_rows(fit, ys - v) / (2.0 * fit.dim)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(u), u / (1.0 + u), 1.0)
 
 
 def mahalanobis_sq(fit: GaussianFit, x: np.ndarray | Sequence[float]) -> float:
@@ -318,3 +384,103 @@ def jaccard_novelty(terms: np.ndarray | Sequence[int], others: Sequence[np.ndarr
     if len(others) == 0:
         return 1.0
     return _unit(1.0 - max(jaccard(terms, o) for o in others))
+
+
+# --- the local statistic and its leave-one-out calibration ------------------------------------------------------
+
+_LOGIT_EPS = 1e-6  # g is clipped to [ε, 1 − ε] before the logit: a duplicate (g = 0) maps to ~0, not −inf
+
+
+def local_statistic(distances: np.ndarray | Sequence[float], k: int) -> float:
+    """√(d₁ · d̄ₖ) ∈ [0, 1]: d₁ the smallest distance, d̄ₖ the mean of the k smallest (all of them when fewer).
+    Distances are clipped to [0, 1], NaN counts as 1 (unmeasurable is far); none → 1 (nothing stored)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (got {k})")
+    d = np.clip(np.nan_to_num(np.asarray(distances, dtype=np.float64).ravel(), nan=1.0), 0.0, 1.0)
+    if d.size == 0:
+        return 1.0
+    near = np.sort(d)[:k]
+    return _unit(math.sqrt(float(near[0]) * float(near.mean())))
+
+
+def uncovered_share(weights: np.ndarray | Sequence[float], covered: np.ndarray | Sequence[bool]) -> float:
+    """The weighted share of a memory's terms that are not `covered` (used by no neighbour): Σ_uncovered w / Σ w,
+    weights clipped at 0 (idf·|tf| in practice). No terms, or no weight → 1 (nothing known about it)."""
+    w = np.clip(np.nan_to_num(np.asarray(weights, dtype=np.float64).ravel()), 0.0, None)
+    c = np.asarray(covered, dtype=bool).ravel()
+    if w.size != c.size:
+        raise ValueError(f"{w.size} weights for {c.size} coverage flags")
+    total = float(w.sum())
+    if total <= 0.0:
+        return 1.0
+    return _unit(float(w[~c].sum()) / total)
+
+
+def sparse_statistic(best_jaccard: float, weights: np.ndarray | Sequence[float],
+                     covered: np.ndarray | Sequence[bool], share: float = 0.75) -> float:
+    """E6/E13: √(d₁ · (share·u + (1 − share)·d₁)) with d₁ = 1 − the best Jaccard and u the uncovered share.
+    The d₁ term inside keeps a light edit above an exact duplicate when every word of the edit occurs in some
+    neighbour (u = 0); a duplicate (d₁ = 0) scores 0."""
+    d1 = _unit(1.0 - (0.0 if math.isnan(float(best_jaccard)) else float(best_jaccard)))
+    u = uncovered_share(weights, covered)
+    return _unit(math.sqrt(d1 * (share * u + (1.0 - share) * d1)))
+
+
+def logit(g: float) -> float:
+    g = min(max(float(g) if math.isfinite(g) else 1.0, _LOGIT_EPS), 1.0 - _LOGIT_EPS)
+    return math.log(g / (1.0 - g))
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """ΔS = sigmoid(slope · (logit g − location)), fitted on `samples` leave-one-out statistics."""
+
+    location: float = 0.0
+    slope: float = 1.0
+    samples: int = 0
+
+    def __call__(self, g: float) -> float:
+        return calibrated(self, g)
+
+
+IDENTITY = Calibration()
+_LOGISTIC_VAR = math.pi**2 / 3.0  # variance of the standard logistic: slope 1
+
+
+def fit_calibration(statistics: Sequence[float] | np.ndarray, prior_weight: float = 4.0,
+                    slope_bounds: tuple[float, float] = (1.0, 1.5)) -> Calibration:
+    """The calibration of a space from the leave-one-out statistics of stored memories.
+
+    Location: the mean logit, shrunk toward 0 by `prior_weight` pseudo-samples (no sample → the identity map
+    ΔS = g). Slope: π/(√3·sd) of the logits (a logistic with their spread), the spread pooled with the standard
+    logistic's (π²/3) at the same prior weight, then bounded to `slope_bounds`. NaN statistics are skipped."""
+    lo, hi = float(slope_bounds[0]), float(slope_bounds[1])
+    if not (0.0 < lo <= hi and math.isfinite(hi)):
+        raise ValueError(f"slope bounds must satisfy 0 < min ≤ max (got {slope_bounds})")
+    w0 = max(float(prior_weight), 0.0)
+    z = np.array([logit(v) for v in np.asarray(statistics, dtype=np.float64).ravel() if math.isfinite(v)])
+    n = int(z.size)
+    if n + w0 <= 0.0:
+        return Calibration(0.0, min(max(1.0, lo), hi), 0)
+    location = float(z.sum()) / (n + w0)
+    var = (w0 * _LOGISTIC_VAR + float(np.sum((z - location) ** 2))) / (n + w0)
+    slope = math.pi / math.sqrt(3.0 * var) if var > 0.0 else hi
+    return Calibration(location, min(max(slope, lo), hi), n)
+
+
+def calibrated(cal: Calibration, g: float) -> float:
+    """sigmoid(slope·(logit g − location)) ∈ [0, 1]; NaN g counts as novel (1)."""
+    g = float(g)
+    if math.isnan(g):
+        return 1.0
+    x = cal.slope * (logit(g) - cal.location)
+    if x >= 0:
+        return _unit(1.0 / (1.0 + math.exp(-x)))
+    e = math.exp(x)
+    return _unit(e / (1.0 + e))
+
+
+def hybrid_geometric(a: float, b: float) -> float:
+    """√(a·b) of two novelty scores (each clamped, NaN novel): 0 when either says "seen", e.g. E11's calibrated
+    kNN and TransE residual, so an exact duplicate's triple does not count as half-novel."""
+    return _unit(math.sqrt(_unit(a) * _unit(b)))

@@ -2,8 +2,12 @@
 
     L = sigmoid(gain · (Σᵢ τᵢ λ_S ΔSᵢ) · (Σⱼ τⱼ λ_C ΔCⱼ) · wₑ · cos φ)
 
-τ the per-space teleological weights (normalised to sum 1), λ_S/λ_C the lifecycle weights, wₑ ∈ [0.5, 1.5]
-the emotional weight, φ ∈ [0, π] the Kuramoto phase spread.
+τ the per-space teleological weights (normalised to sum 1; uniform until a teleological profile exists),
+λ_S/λ_C the lifecycle weights, wₑ = 0.5 + importance ∈ [0.5, 1.5] the emotional weight, and φ ∈ [0, π] the
+memory's own phase spread (SPEC D19): the circular spread √(−2 ln r_m) of its 13 binding phases
+θᵢ = π(1 − aᵢ), aᵢ its agreement with its context in space i (`binding_phase_spread`). A memory whose spaces
+agree (all familiar, or all new) has φ ≈ 0; one that some spaces know and others do not has a large φ, and
+cos φ discounts what it teaches.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +77,27 @@ def learning_score(
     w_e = _clamp(emotional_weight, *emotional_bounds)
     phi = _clamp(phase_spread, 0.0, math.pi)
     return _clamp(sigmoid(gain * surprise * coherence * w_e * math.cos(phi)), 0.0, 1.0)
+
+
+def emotional_weight(importance: float | None, default: float = 1.0,
+                     bounds: tuple[float, float] = (0.5, 1.5)) -> float:
+    """wₑ = 0.5 + importance (D19), clamped to `bounds`; no importance known → `default`."""
+    if importance is None or not math.isfinite(float(importance)):
+        return _clamp(float(default), *bounds)
+    return _clamp(0.5 + float(importance), *bounds)
+
+
+def binding_phase_spread(delta_s: Sequence[float]) -> float:
+    """φ of a memory from its per-space novelty: agreement with its context aᵢ = 1 − ΔSᵢ (the calibrated
+    familiarity: its similarity to its neighbours normalised against the store's own distribution), phases
+    θᵢ = π(1 − aᵢ) = π·ΔSᵢ, r_m their order parameter, φ = √(−2 ln r_m) clamped to [0, π]. No values → 0."""
+    s = np.clip(np.nan_to_num(np.asarray(delta_s, dtype=np.float64), nan=1.0), 0.0, 1.0)
+    if s.size == 0:
+        return 0.0
+    z = np.exp(1j * math.pi * s).mean()
+    r = float(min(max(abs(z), 0.0), 1.0))
+    if r <= 0.0:
+        return math.pi
+    if r >= 1.0:
+        return 0.0
+    return min(math.sqrt(-2.0 * math.log(r)), math.pi)
