@@ -62,7 +62,7 @@ def leftovers(directory: Path) -> list[Leftover]:
     pattern = re.compile(rf"^\.{re.escape(directory.name)}\.(tmp|old)-(\d+)-[0-9a-f]+$")
     try:
         names = sorted(os.listdir(directory.parent))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no data directory yet, or a file where it should be
         return []
     found = []
     for name in names:

@@ -115,3 +115,9 @@ def test_doctor_reads_only(home):
 def test_doctor_on_a_fresh_directory(tmp_path):
     check = check_indexes(tmp_path / "never-used")
     assert check.ok and "none saved yet" in check.detail
+
+
+def test_doctor_survives_a_file_where_the_data_directory_should_be(tmp_path):
+    (tmp_path / "file").write_text("x")
+    check = check_indexes(tmp_path / "file")  # the data directory check is the one that reports this
+    assert check.ok and "none saved yet" in check.detail
