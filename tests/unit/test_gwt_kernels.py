@@ -58,6 +58,15 @@ def test_state_machine_on_the_constitution_bounds(c, state):
     assert cs.state(c, STATES) == state
 
 
+@pytest.mark.parametrize(("c", "r", "state"), [
+    (0.1, 0.96, "HYPERSYNC"), (0.85, 0.951, "HYPERSYNC"),  # D14: r > 0.95 first, whatever C says
+    (0.85, 0.95, "CONSCIOUS"), (0.99, 0.9, "CONSCIOUS"),  # and C alone can no longer reach HYPERSYNC
+    (0.6, 0.7, "EMERGING"), (0.0, float("nan"), "DORMANT"),
+])
+def test_hypersync_is_checked_first_on_r(c, r, state):
+    assert cs.state(c, STATES, r) == state
+
+
 def test_silhouette_and_cluster_fit():
     assert dc.silhouette(0.2, 0.8) == pytest.approx(0.75)
     assert dc.silhouette(0.8, 0.2) == pytest.approx(-0.75)
@@ -96,7 +105,12 @@ def test_connectivity_and_consistency():
     assert dc.connectivity([0.9, 0.2, 0.7], 0.5) == pytest.approx(0.8)
     assert dc.connectivity([], 0.5) == 0.0 and dc.connectivity([float("nan")], 0.5) == 0.0
     assert dc.consistency([]) == 1.0 and dc.consistency([0.4]) == 1.0
-    assert dc.consistency([0.0, 1.0]) == pytest.approx(0.75)
+    assert dc.consistency([0.0, 1.0]) == pytest.approx(0.0)  # 1 − 4·variance: the largest spread → 0
+    assert dc.consistency([0.4, 0.6]) == pytest.approx(0.96)
+    # with this operation's own coherence: the mean squared difference from the recent ones
+    assert dc.consistency([0.5, 0.5], 0.5) == 1.0
+    assert dc.consistency([0.5, 0.5], 0.2) == pytest.approx(1 - 4 * 0.09)
+    assert dc.consistency([], 0.3) == 1.0 and dc.consistency([0.4], 0.4) == 1.0
     assert 0.0 <= dc.delta_c(float("nan"), float("inf"), -3) <= 1.0
 
 

@@ -24,9 +24,9 @@ def naive_order(theta):
     return abs(z), math.atan2(z.imag, z.real) % (2 * math.pi)
 
 
-def test_natural_frequencies_are_normalised_to_a_mean_of_one_hertz():
+def test_natural_frequencies_are_normalised_to_a_mean_of_one_rad_per_second():
     assert OMEGA.shape == (13,)
-    assert OMEGA.mean() == pytest.approx(2 * math.pi)
+    assert OMEGA.mean() == pytest.approx(1.0)  # SPEC D13: f/mean(f) in rad/s, no 2π
     assert OMEGA[8] / OMEGA[5] == pytest.approx(80 / 4)  # ratios kept
     assert np.all(kur.natural_frequencies([0, 0]) == 0) and kur.natural_frequencies([]).size == 0
 
@@ -115,3 +115,61 @@ def test_no_nan_or_infinity_for_any_input(values, k):
     nudged = kur.nudge(theta, [float("nan")] * theta.size, [float("inf")] * theta.size, float("nan"))
     assert np.all(np.isfinite(nudged))
     assert kur.order_parameter(np.array([]))[0] == 0.0 and kur.phase_spread(0.0) == math.pi
+
+
+# --- r(K) on the spec frequencies (SPEC D13): simulated time, never the wall clock ---------------------------------
+
+
+def _constitution_curve():
+    from contextgraph.constitution import constitution
+
+    return constitution()["gwt"]["kuramoto"]["measured_r"]
+
+
+def test_r_of_k_follows_the_measured_curve():
+    ks = [0.0, 1.0, 2.0, 3.0, 10.0]
+    r = kur.measure_r(OMEGA, ks, seconds=150.0, trials=6, seed=5)
+    assert 0.2 < r[0] < 0.35  # unsynchronised: ≈ the mean |Σ e^{iθ}|/13 of random phases
+    assert 0.5 < r[1] < 0.7  # the default K = 1: partly synchronised at rest
+    assert 0.78 < r[2] < 0.9
+    assert r[3] > 0.9 and r[4] > 0.95  # K = 10 holds the network above HYPERSYNC's 0.95
+    assert np.all(np.diff(r) > 0)
+
+
+def test_the_constitution_curve_is_what_the_network_does():
+    curve = _constitution_curve()
+    ks = [k for k, _ in curve]
+    measured = kur.measure_r(OMEGA, ks, seconds=150.0, trials=6, seed=9)
+    for (k, stated), got in zip(curve, measured):
+        assert got == pytest.approx(stated, abs=0.05), f"K={k}"
+    from contextgraph.constitution import constitution
+
+    assert constitution()["gwt"]["kuramoto"]["coupling"]["default"] == 1.0
+
+
+def test_predicted_r_interpolates_the_measured_curve():
+    curve = _constitution_curve()
+    theta = np.random.default_rng(8).uniform(0, 2 * math.pi, 13)
+    for k, r in curve:
+        assert kur.predict_r(theta, OMEGA, k, curve=curve) == pytest.approx(r)
+    assert kur.predict_r(theta, OMEGA, 0.0, curve=curve) == pytest.approx(curve[0][1])
+    assert kur.predict_r(theta, OMEGA, 1.25, curve=curve) == pytest.approx((0.595 + 0.754) / 2, abs=1e-6)
+    assert kur.predict_r(theta, OMEGA, 99.0, curve=curve) == pytest.approx(curve[-1][1])  # K clamped to 10
+    ks = np.linspace(0, 10, 41)
+    assert np.all(np.diff([kur.predict_r(theta, OMEGA, k, curve=curve) for k in ks]) >= 0)
+    assert kur.predict_r(theta, OMEGA, 10.0, curve=curve) > 0.95
+    assert 0.2 < kur.predict_r(theta, OMEGA, 0.0, curve=curve) < 0.35
+
+
+def test_the_live_network_reaches_hypersync_at_k_10_and_not_at_k_0():
+    """Integrated lazily (advance) over simulated time: at K = 10 r locks above 0.95, at K = 0 it wanders
+    around 0.25-0.3."""
+    theta0 = np.random.default_rng(12).uniform(0, 2 * math.pi, 13)
+    hot, _ = kur.advance(theta0, OMEGA, 10.0, 30.0, max_steps=10_000)
+    assert kur.order_parameter(hot)[0] > 0.95
+    cold = theta0
+    rs = []
+    for _ in range(60):
+        cold, _ = kur.advance(cold, OMEGA, 0.0, 5.0, max_steps=10_000)
+        rs.append(kur.order_parameter(cold)[0])
+    assert 0.15 < float(np.mean(rs)) < 0.45

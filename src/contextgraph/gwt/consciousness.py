@@ -4,9 +4,10 @@
     R = sigmoid(4·meta_accuracy − 2)        reflection: how well the engine predicts its own learning
     D = −Σ pᵢ log pᵢ / log N                differentiation: normalised entropy of the purpose vector
 
-States by C from the constitution's lower bounds (DORMANT 0, FRAGMENTED 0.3, EMERGING 0.5, CONSCIOUS 0.8,
-HYPERSYNC 0.95): the highest bound C reaches. Note R ≤ sigmoid(2) ≈ 0.881, so C alone cannot pass 0.95;
-HYPERSYNC is kept because the constitution names it and the kernel must classify any C it is given.
+States (SPEC D14): HYPERSYNC is checked first and means r > 0.95 (the oscillators, i.e. the spaces, have stopped
+differing: over-synchronisation, a property of the network and not of C — R ≤ sigmoid(2) ≈ 0.881 keeps C below
+0.95). Otherwise the state follows C by the constitution's lower bounds (DORMANT 0, FRAGMENTED 0.3, EMERGING 0.5,
+CONSCIOUS 0.8): the highest bound C reaches.
 """
 
 from __future__ import annotations
@@ -51,11 +52,15 @@ def consciousness(r: float, meta_accuracy: float, purpose: np.ndarray) -> dict[s
     return {"C": _unit(i * rr * d), "I": i, "R": rr, "D": d}
 
 
-def state(c: float, bounds: Mapping[str, float]) -> str:
-    """The state whose lower bound is the highest one C reaches (bounds as in the constitution). HYPERSYNC needs
-    C strictly above its bound (SPEC: "HYPERSYNC > 0.95"); every other state starts at its bound inclusive."""
+def state(c: float, bounds: Mapping[str, float], r: float | None = None) -> str:
+    """HYPERSYNC when `r` is given and strictly above its bound (D14); otherwise the state whose lower bound is
+    the highest one C reaches (bounds as in the constitution; HYPERSYNC is not reachable through C), each bound
+    inclusive. Without `r` (older callers) C is classified alone and HYPERSYNC needs C strictly above its bound."""
+    hyper = bounds.get("HYPERSYNC")
+    if r is not None and hyper is not None and math.isfinite(r) and r > hyper:
+        return "HYPERSYNC"
     c = _unit(c)
-    ordered = sorted(bounds.items(), key=lambda kv: kv[1])
+    ordered = sorted(((n, b) for n, b in bounds.items() if r is None or n != "HYPERSYNC"), key=lambda kv: kv[1])
     current = ordered[0][0]
     for name, lo in ordered:
         if c > lo or (c == lo and name != "HYPERSYNC"):

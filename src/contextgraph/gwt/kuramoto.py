@@ -6,6 +6,11 @@ We integrate the mean-field form (K/N) Σⱼ sin(θⱼ − θᵢ) = K·r·sin(ψ
 (r·e^{iψ} = (1/N) Σⱼ e^{iθⱼ}) but O(N) per step instead of O(N²); a test checks it against the naive double sum.
 Forward Euler at dt = 10 ms: the natural rotation ωᵢ·dt is integrated exactly by any scheme, and the coupling
 term moves a phase by at most K·dt ≤ 0.1 rad per step, where Euler's error is far below what the pulse reports.
+
+Units (SPEC D13): ωᵢ = fᵢ/mean(f) in rad/s, mean 1 rad/s, no 2π. Measured on the spec frequencies (time-averaged
+r over long runs from random phases, `measure_r`): K=0 ≈ 0.25-0.3, K=1 ≈ 0.6, K=2 ≈ 0.84, K=3 ≈ 0.94,
+K=10 ≈ 0.996. The constitution keeps that curve (gwt.kuramoto.measured_r) and `predict_r` reads it, so
+adjust_coupling's predicted_r is the long-run value at the new K, not the transient of a 2-second simulation.
 """
 
 from __future__ import annotations
@@ -19,16 +24,16 @@ TWO_PI = 2.0 * math.pi
 
 
 def natural_frequencies(hz: Sequence[float]) -> np.ndarray:
-    """ω in rad/s: the spec's Hz normalised by their mean (so the mean is 1 Hz), times 2π. Keeping the ratios
-    (gamma 40 Hz vs theta 4 Hz …) but not the absolute speed lets dt = 10 ms resolve even the fastest (80 Hz
-    becomes ≈3.2 Hz, ≈0.2 rad per step)."""
+    """ω in rad/s: the spec's Hz normalised by their mean, so the mean is 1 rad/s (SPEC D13: no factor 2π).
+    The ratios stay (gamma 40 Hz vs theta 4 Hz …); 80 Hz becomes ≈3.2 rad/s, ≈0.03 rad per 10 ms step. With the
+    old ×2π the spread of ω was 2π times larger and K ≤ 10 could not hold r above 0.8 on average."""
     f = np.asarray(hz, dtype=np.float64)
     if f.size == 0:
         return f
     mean = float(f.mean())
     if not math.isfinite(mean) or mean <= 0.0:
         return np.zeros_like(f)
-    return TWO_PI * f / mean
+    return f / mean
 
 
 def clamp_coupling(k: float, lo: float = 0.0, hi: float = 10.0) -> float:
@@ -104,14 +109,49 @@ def simulate_r(phases: np.ndarray, omegas: np.ndarray, k: float, seconds: float,
     return out
 
 
-def predict_r(phases: np.ndarray, omegas: np.ndarray, k: float, seconds: float = 2.0, dt: float = 0.01) -> float:
-    """The r the network settles to at coupling K: simulate `seconds` from the current phases and average r over
-    the second half. Below the locking threshold r keeps oscillating, so a time average is the honest number,
-    and skipping the first half keeps the transient from the current phases out of it."""
+def predict_r(phases: np.ndarray, omegas: np.ndarray, k: float, seconds: float = 2.0, dt: float = 0.01,
+              curve: Sequence[Sequence[float]] | None = None) -> float:
+    """The r the network settles to at coupling K.
+
+    With a measured `curve` ([[K, r], …], the constitution's gwt.kuramoto.measured_r): r interpolated
+    linearly at K (clamped to the curve's ends) — the long-run time average, which is what "the r this K
+    gives" means below the locking threshold, where r keeps oscillating with periods up to 2π/min(ω) ≈ 40 s.
+    Without one: simulate `seconds` from the current phases and average r over the second half."""
+    if curve is not None and len(curve):
+        points = sorted((float(a), float(b)) for a, b in curve)
+        ks = np.array([p[0] for p in points])
+        rs = np.array([p[1] for p in points])
+        return float(np.clip(np.interp(clamp_coupling(k), ks, rs), 0.0, 1.0))
     trajectory = simulate_r(phases, omegas, k, seconds, dt)
     if trajectory.size == 0:
         return order_parameter(phases)[0]
     return float(np.clip(trajectory[trajectory.size // 2:].mean(), 0.0, 1.0))
+
+
+def measure_r(omegas: np.ndarray, couplings: Sequence[float], seconds: float = 200.0, trials: int = 8,
+              dt: float = 0.02, seed: int = 0) -> np.ndarray:
+    """Time-averaged r at each coupling: `trials` runs from seeded uniform random phases, integrated together
+    (Heun's method, one [len(K)·trials, N] array), r averaged over the second half of `seconds` and over the
+    trials. How the constitution's measured_r curve is made and checked (tests/unit/test_kuramoto.py)."""
+    w = np.asarray(omegas, dtype=np.float64)
+    ks = np.repeat(np.asarray([clamp_coupling(k) for k in couplings], dtype=np.float64), trials)[:, None]
+    rng = np.random.default_rng(seed)
+    theta = rng.uniform(0.0, TWO_PI, size=(ks.shape[0], w.size))
+
+    def f(th: np.ndarray) -> np.ndarray:
+        c, s = np.cos(th), np.sin(th)
+        return w + ks * (s.mean(axis=1, keepdims=True) * c - c.mean(axis=1, keepdims=True) * s)
+
+    n = max(int(seconds / dt), 2)
+    total = np.zeros(ks.shape[0])
+    counted = 0
+    for i in range(n):
+        k1 = f(theta)
+        theta = theta + 0.5 * dt * (k1 + f(theta + dt * k1))
+        if i >= n // 2:
+            total += np.abs(np.exp(1j * theta).mean(axis=1))
+            counted += 1
+    return (total / counted).reshape(len(couplings), trials).mean(axis=1)
 
 
 def nudge(phases: np.ndarray, delta_s: Sequence[float], delta_c: Sequence[float], gain: float) -> np.ndarray:

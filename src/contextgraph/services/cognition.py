@@ -13,28 +13,43 @@ which advances the oscillators lazily (a few steps at most). The workspace (a la
 its purpose vector joins the trajectory and identity continuity is recomputed (gwt.ego). Requests for
 subsystems not built yet (a dream, an acetylcholine rise) are kept in `requests`, marked unapplied.
 
+Learning score and meta-cognition (SPEC D19, issue 11): a memory operation that brings its own learning score L
+and the engine's prediction L̂ (services.delta_sc: L̂ from E1 alone, before the other spaces were scored) is
+scored on those — MetaScore = sigmoid(2(L̂ − L)), meta_accuracy = 1 − mean |L̂ − L| — and the pulse's learning
+score is the exponentially weighted average of the operations' own L. An operation without them (older callers)
+falls back to the running score as the prediction and an L computed from its ΔS/ΔC with the network's φ.
+
 Persistence: `to_doc()`/`load_doc()`; the memory service writes the document to LMDB at most once per
-`persistence.save_interval_seconds` during activity and on close, and loads it when it opens the store.
+`persistence.save_interval_seconds` during activity and on close, and loads it when it opens the store. The
+document carries the wall-clock time it was written: a process that loads it (the CLI and hook path start one
+per call) advances the network by the time elapsed since (bounded by `max_lazy_steps`), so the oscillators move
+between calls instead of resuming where the last process stopped.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from contextgraph.gwt import ego
+from contextgraph.gwt import kuramoto as kur
 from contextgraph.services.gwt import OscillatorNetwork
 from contextgraph.utl import learning, meta
 from contextgraph.utl.pulse import PulseRules, pulse
 
 
 class CognitiveState:
-    def __init__(self, constitution: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, constitution: Any, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         utl = constitution["utl"]
         self._clock = clock
+        self._wall = wall_clock
         self._lock = threading.Lock()
         self._rules = PulseRules.from_constitution(constitution)
         self._alpha = float(constitution.get("pulse.ewma_alpha"))
@@ -71,6 +86,8 @@ class CognitiveState:
         self.workspace_empty_since: float | None = clock()
         self.high_entropy_since: float | None = None
         self.dirty = False
+        # EWMA of the operations' own learning scores (None until an operation brings one)
+        self._operation_score: float | None = None
         self._refresh()
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -97,21 +114,32 @@ class CognitiveState:
         return learning.lifecycle(self.memory_count, self._stages)
 
     # -- writes --------------------------------------------------------------------------------------------
-    def record(self, delta_s: Sequence[float], delta_c: Sequence[float], memory_count: int) -> None:
-        """Fold one memory operation's per-space ΔS and ΔC into the averages and restart the timers."""
+    def record(self, delta_s: Sequence[float], delta_c: Sequence[float], memory_count: int, *,
+               learning_score: float | None = None, predicted_learning_score: float | None = None) -> None:
+        """Fold one memory operation's per-space ΔS and ΔC into the averages and restart the timers.
+        `learning_score` (the operation's own L, D19) and `predicted_learning_score` (the engine's L̂ before
+        scoring it) feed meta-cognition and the pulse's L when given (services.delta_sc.DeltaSc has both)."""
         if len(delta_s) != self.spaces or len(delta_c) != self.spaces:
             raise ValueError(f"need {self.spaces} ΔS and ΔC values, got {len(delta_s)} and {len(delta_c)}")
         a = self._alpha
         self.network.nudge(delta_s, delta_c)
         phi = self.network.phase_spread()
         r = self.network.read().r
+        own = _finite(learning_score)
+        predicted_given = _finite(predicted_learning_score)
         with self._lock:
-            # meta-cognition: the running score is the engine's prediction of what this operation teaches
             stage = self.lifecycle
-            actual = learning.learning_score(delta_s, delta_c, self.tau, stage.lambda_s, stage.lambda_c,
-                                             self.emotional_weight, phi, self._gain, self._emotional_bounds)
-            self._meta_errors.append(abs(self.learning_score - actual))
-            self.meta_scores.append(meta.meta_score(self.learning_score, actual))
+            if own is None:
+                actual = learning.learning_score(delta_s, delta_c, self.tau, stage.lambda_s, stage.lambda_c,
+                                                 self.emotional_weight, phi, self._gain, self._emotional_bounds)
+            else:
+                actual = own
+                self._operation_score = (own if self._operation_score is None
+                                         else (1 - a) * self._operation_score + a * own)
+            # meta-cognition: the engine's prediction of what this operation teaches against what it taught
+            predicted = predicted_given if predicted_given is not None else self.learning_score
+            self._meta_errors.append(abs(predicted - actual))
+            self.meta_scores.append(meta.meta_score(predicted, actual))
             if meta.low_streak(self.meta_scores, self._meta_low) == self._meta_consecutive:
                 self._request("introspective_dream", f"{self._meta_consecutive} consecutive MetaScores below "
                               f"{self._meta_low}: the engine under-predicts what operations teach",
@@ -204,13 +232,14 @@ class CognitiveState:
                 "coherence_history": list(self.coherence_history),
                 "trajectory": [list(t) for t in self.trajectory], "identity_continuity": self.identity_continuity,
                 "requests": list(self.requests), "recent_actions": list(self.recent_actions),
-                "network": self.network.to_doc(),
+                "network": self.network.to_doc(), "saved_at": self._wall(),
+                "operation_score": self._operation_score,
             }
 
     def load_doc(self, doc: dict[str, Any]) -> None:
         if doc.get("version") != 1 or len(doc.get("delta_s", ())) != self.spaces:
             return  # an unknown layout: start fresh rather than misread it
-        self.network.load_doc(doc["network"])
+        self.network.load_doc(self._advanced_network(doc["network"], doc.get("saved_at")))
         with self._lock:
             self.delta_s = [float(v) for v in doc["delta_s"]]
             self.delta_c = [float(v) for v in doc["delta_c"]]
@@ -229,7 +258,24 @@ class CognitiveState:
                 target.clear()
                 target.extend(values)
             self.identity_continuity = float(doc["identity_continuity"])
+            self._operation_score = _finite(doc.get("operation_score"))
             self._refresh()
+
+    def _advanced_network(self, network: dict[str, Any], saved_at: Any) -> dict[str, Any]:
+        """The saved network advanced by the wall-clock time since it was saved (the CLI and hook path start a
+        process per call; without this the network froze between calls). At most `max_lazy_steps` steps: older
+        time is dropped as in every lazy read. A clock that went backwards, or no time stamp, advances nothing."""
+        saved = _finite(saved_at)
+        phases = network.get("phases")
+        if saved is None or not phases or len(phases) != len(self.network.omegas):
+            return network
+        elapsed = self._wall() - saved
+        if elapsed <= 0.0:
+            return network
+        k = float(network.get("coupling", self.network.coupling))
+        advanced, _ = kur.advance(np.asarray(phases, dtype=float), self.network.omegas, k, elapsed,
+                                  self.network.max_steps, self.network.dt)
+        return {**network, "phases": [float(p) for p in advanced]}
 
     def workspace_occupied(self, occupied: bool) -> None:
         with self._lock:
@@ -241,6 +287,9 @@ class CognitiveState:
     def _refresh(self) -> None:
         self.entropy = sum(t * s for t, s in zip(self.tau, self.delta_s))
         self.coherence = sum(t * c for t, c in zip(self.tau, self.delta_c))
+        if self._operation_score is not None:  # the operations' own L (D19), averaged
+            self.learning_score = self._operation_score
+            return
         stage = self.lifecycle
         self.learning_score = learning.learning_score(
             self.delta_s,
@@ -283,6 +332,16 @@ def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
         "per_space": {sp.name: {"delta_s": round(ds, p), "delta_c": round(dc, p)}
                       for sp, ds, dc in zip(SPACES, s["delta_s"], s["delta_c"])},
         "consolidation_phase": "none (dream consolidation is not built yet)",
-        "method": "entropy and coherence are EWMAs of the per-space ΔS and ΔC of recent inject_context operations; "
-                  "learning score = sigmoid(2·ΣτλSΔS·ΣτλCΔC·wₑ·cos φ) with φ the live Kuramoto phase spread",
+        "method": "entropy and coherence are EWMAs of the per-space ΔS and ΔC of recent memory operations; the "
+                  "learning score is the EWMA of each operation's own L = sigmoid(2·ΣτλSΔS·ΣτλCΔC·wₑ·cos φ), φ the "
+                  "memory's binding phase spread (SPEC D19); before any such operation, that formula on the "
+                  "averages with the network's phase spread",
     }
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None

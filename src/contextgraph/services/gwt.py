@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.constitution import Constitution
 from contextgraph.gwt import kuramoto as kur
 
 
@@ -30,7 +31,7 @@ class SyncSnapshot:
 
 
 class OscillatorNetwork:
-    def __init__(self, constitution: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, constitution: Constitution, clock: Callable[[], float] = time.monotonic) -> None:
         k = constitution["gwt"]["kuramoto"]
         self._clock = clock
         self._lock = threading.Lock()
@@ -43,6 +44,7 @@ class OscillatorNetwork:
         self.pulse_max_steps = int(k["pulse_max_steps"])
         self.nudge_gain = float(k["nudge_gain"])
         self.predict_seconds = float(k["predict_seconds"])
+        self.measured_r = [tuple(map(float, p)) for p in k.get("measured_r", ())] or None
         self._coupling = kur.clamp_coupling(float(k["coupling"]["default"]), self.k_min, self.k_max)
         rng = np.random.default_rng(int(k["initial_phase_seed"]))
         self._phases = rng.uniform(0.0, kur.TWO_PI, int(k["oscillators"]))
@@ -84,7 +86,7 @@ class OscillatorNetwork:
             self._coupling = kur.clamp_coupling(new_k, self.k_min, self.k_max)
             phases = self._phases.copy()
             applied = self._coupling
-        predicted = kur.predict_r(phases, self.omegas, applied, self.predict_seconds, self.dt)
+        predicted = kur.predict_r(phases, self.omegas, applied, self.predict_seconds, self.dt, self.measured_r)
         return old, applied, predicted
 
     def nudge(self, delta_s: Sequence[float], delta_c: Sequence[float]) -> None:
@@ -125,7 +127,7 @@ def kuramoto_sync(network: OscillatorNetwork) -> dict[str, Any]:
         "natural_freqs_hz": list(network.frequencies_hz),
         "phase_spread": round(kur.phase_spread(snap.r), 6),
         "steps_integrated": snap.steps,
-        "units": {"phases": "rad", "natural_freqs": "rad/s (Hz normalised to a 1 Hz mean, times 2π)"},
+        "units": {"phases": "rad", "natural_freqs": "rad/s: Hz normalised to a mean of 1 rad/s (SPEC D13)"},
     }
 
 
@@ -142,7 +144,7 @@ def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any
         "I": round(parts["I"], 6),
         "R": round(parts["R"], 6),
         "D": round(parts["D"], 6),
-        "state": cs.state(parts["C"], states),
+        "state": cs.state(parts["C"], states, snap.r),
         "r": round(snap.r, 6),
         "meta_accuracy": round(state["meta_accuracy"], 6),
         "meta_samples": state["meta_samples"],
