@@ -16,18 +16,18 @@ from contextgraph.services.memetic import memetic_status
 from contextgraph.services.memory_payloads import NewMemory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
+from contextgraph.tools.validation import NOT_BLANK, MemoryId
 
 _V = constitution()["validation"]
 Modality = Literal[MODALITIES]  # type: ignore[valid-type]
-MemoryId = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$")
 
 
 class _MemoryArgs(Args):
-    content: Annotated[str, REDACTED_ON_STORE] = Field(
+    content: Annotated[str, REDACTED_ON_STORE, NOT_BLANK] = Field(
         min_length=_V["content"]["min_length"], max_length=_V["content"]["max_length"],
         description="The memory's text. API keys, passwords, tokens, SSNs and card numbers are redacted before "
                     "anything is stored.")
-    rationale: Annotated[str, REDACTED_ON_STORE] = Field(
+    rationale: Annotated[str, REDACTED_ON_STORE, NOT_BLANK] = Field(
         min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
         description="Why this is worth remembering (10-1000 characters).")
     modality: Modality = Field("text", description="What kind of content this is.")
@@ -35,7 +35,7 @@ class _MemoryArgs(Args):
                               description="How much this matters, 0-1.")
     tags: Annotated[list[str], FREE_TEXT] = Field(default_factory=list, max_length=32,
                                                  description="Labels for filtering and grouping.")
-    link_to: list[str] = Field(default_factory=list, max_length=32,
+    link_to: list[MemoryId] = Field(default_factory=list, max_length=32,
                                description="Ids of existing memories this one relates to.")
     session_id: str | None = Field(None, min_length=1, max_length=128,
                                    description="Groups memories of one working session; defaults to the connection.")
@@ -72,7 +72,7 @@ async def inject_context(ctx: ToolContext, args: InjectArgs) -> dict[str, Any]:
 
 class SearchArgs(Args):
     spellings = {"topK": "top_k", "minSimilarity": "min_similarity"}
-    query: Annotated[str, FREE_TEXT] = Field(min_length=_V["query"]["min_length"],
+    query: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=_V["query"]["min_length"],
                                              max_length=_V["query"]["max_length"],
                                              description="What to look for, in your own words.")
     top_k: int = Field(10, ge=_V["top_k"]["min"], le=_V["top_k"]["max"], description="Most results to return.")

@@ -11,17 +11,17 @@ from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
+from contextgraph.tools.validation import NOT_BLANK, MemoryId
 
 _V = constitution()["validation"]
-NodeId = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$", description="A memory's id (32 hex).")
 Rationale = Field(min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
                   description="Why (10-1000 characters); kept in the node's lineage.")
 Domain = Literal["Code", "Medical", "Legal", "Creative", "Research", "General"]
 
 
 class MergeArgs(Args):
-    source_node_ids: list[str] = Field(min_length=2, max_length=32, description="Ids of the memories to merge.")
-    target_name: Annotated[str, FREE_TEXT] = Field(min_length=1, max_length=256,
+    source_node_ids: list[MemoryId] = Field(min_length=2, max_length=32, description="Ids of the memories to merge.")
+    target_name: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=1, max_length=256,
                                                    description="Name for the merged node.")
     merge_strategy: Literal["summarize", "keep_highest", "concatenate"] = Field(
         "summarize", description="summarize: extractive (distinct sentences, no LLM); keep_highest: the content of "
@@ -48,7 +48,7 @@ class Annotations(BaseModel):
 
 
 class AnnotateArgs(Args):
-    node_id: str = NodeId
+    node_id: MemoryId
     annotations: Annotations = Field(description="Metadata to attach; embeddings are not touched.")
 
 
@@ -57,7 +57,7 @@ async def annotate_node(ctx: ToolContext, args: AnnotateArgs) -> dict[str, Any]:
 
 
 class ForgetArgs(Args):
-    node_id: str = NodeId
+    node_id: MemoryId
     soft_delete: bool = Field(True, description="Soft delete keeps a tombstone for 30-day recovery; false deletes "
                                                 "permanently and needs reason=user_requested.")
     reason: Literal["obsolete", "duplicate", "incorrect", "user_requested", "semantic_cancer"] = Field(
@@ -71,7 +71,7 @@ async def forget_concept(ctx: ToolContext, args: ForgetArgs) -> dict[str, Any]:
 
 
 class BoostArgs(Args):
-    node_id: str = NodeId
+    node_id: MemoryId
     delta: float = Field(ge=_V["boost_delta"]["min"], le=_V["boost_delta"]["max"],
                          description="Importance change in [-0.5, 0.5]; the result is clamped to [0, 1].")
     rationale: Annotated[str, FREE_TEXT] = Rationale

@@ -11,6 +11,7 @@ from contextgraph.errors import InvalidParams, ToolNotFound
 from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
+from contextgraph.tools.validation import NOT_BLANK
 
 _C = constitution()
 _FIND_MAX = int(_C.get("discovery.find_max_limit"))
@@ -38,7 +39,7 @@ def _not_found(ctx: ToolContext, name: str) -> ToolNotFound:
 
 # -- tool_find ---------------------------------------------------------------------------------------------------
 class FindArgs(Args):
-    query: Annotated[str, FREE_TEXT] = Field(min_length=_QUERY["min_length"], max_length=_QUERY["max_length"],
+    query: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=_QUERY["min_length"], max_length=_QUERY["max_length"],
                                              description="Keywords describing what you want to do, e.g. 'forget "
                                                          "a memory'.")
     limit: int = Field(int(_C.get("discovery.find_default_limit")), ge=1, le=_FIND_MAX,

@@ -15,6 +15,7 @@ from contextgraph.services.johari import classify_memory
 from contextgraph.services.broadcast import broadcast_memory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
+from contextgraph.tools.validation import MemoryId
 
 _C = constitution()
 _K = _C["gwt"]["kuramoto"]["coupling"]
@@ -59,7 +60,7 @@ async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> 
 
 
 class JohariArgs(Args):
-    memory_id: str = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$",
+    memory_id: MemoryId = Field(
                            description="Id of the stored memory to classify (32 hex characters).")
 
 
@@ -87,7 +88,7 @@ async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
 
 
 class BroadcastArgs(Args):
-    memory_id: str = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$",
+    memory_id: MemoryId = Field(
                            description="Id of the stored memory to broadcast (32 hex characters).")
     importance: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False, description="Importance score [0, 1].")
     alignment: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False,

@@ -13,8 +13,8 @@ from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.storage.base import EDGE_TYPES
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
+from contextgraph.tools.validation import MemoryId
 
-NodeId = Field(min_length=32, max_length=32, pattern="^[0-9a-f]{32}$", description="A memory's id (32 hex).")
 EdgeType = Literal[EDGE_TYPES]  # type: ignore[valid-type]
 
 
@@ -23,7 +23,7 @@ def _ts(value: datetime | None) -> float | None:
 
 
 class NeighborhoodArgs(Args):
-    node_id: str = NodeId
+    node_id: MemoryId
     depth: int = Field(1, ge=1, le=3, description="Traversal depth (hops).")
     edge_types: list[EdgeType] | None = Field(None, description="Only edges of these types.")
     min_weight: float = Field(0.3, ge=0.0, le=1.0, description="Skip edges whose base weight is below this.")
@@ -45,8 +45,8 @@ async def get_recent_context(ctx: ToolContext, args: RecentArgs) -> dict[str, An
 
 
 class CausalPathArgs(Args):
-    source_id: str = NodeId
-    target_id: str = NodeId
+    source_id: MemoryId
+    target_id: MemoryId
     max_hops: int = Field(5, ge=1, le=10, description="Longest chain to consider.")
     direction: Literal["forward", "backward", "bidirectional"] = Field(
         "forward", description="forward follows cause → effect, backward effect → cause, bidirectional both.")
@@ -57,7 +57,7 @@ async def find_causal_path(ctx: ToolContext, args: CausalPathArgs) -> dict[str, 
 
 
 class EntailmentArgs(Args):
-    node_id: str = NodeId
+    node_id: MemoryId
     direction: Literal["ancestors", "descendants", "both"] = Field(
         "both", description="ancestors: cones containing the node; descendants: nodes inside its cone.")
     embedding_space: Literal["E1", "E5", "E7"] = Field("E1", description="Which space to query (typically E1 "
@@ -73,7 +73,7 @@ async def entailment_query(ctx: ToolContext, args: EntailmentArgs) -> dict[str, 
 
 
 class LineageArgs(Args):
-    node_id: str = NodeId
+    node_id: MemoryId
 
 
 async def get_node_lineage(ctx: ToolContext, args: LineageArgs) -> dict[str, Any]:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 class Args(BaseModel):
     """Base of every tool's argument model: unknown arguments are refused by name, so a model that misspells
-    one learns it at once instead of having it ignored."""
+    one learns it at once instead of having it ignored; and every argument must have its JSON type
+    (model_validate below), so "5" is refused where an integer is due instead of silently read as 5."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -19,17 +22,40 @@ class Args(BaseModel):
     # Both are accepted and both appear in the JSON Schema; giving both with different values is an error.
     spellings: ClassVar[dict[str, str]] = {}
 
-    @model_validator(mode="before")
     @classmethod
-    def _accept_second_spellings(cls, data: Any) -> Any:
-        if not cls.spellings or not isinstance(data, dict):
+    def model_validate(cls, obj: Any, *, strict: bool | None = None, **kwargs: Any) -> Any:
+        """Arguments arrive as JSON, and are held to JSON's types: "5" or true is not an integer, "yes" is not a
+        boolean, 5 is a number (so valid for a float field), an array is valid for a tuple field, an ISO string
+        for a datetime. That is pydantic's strict mode applied to JSON input (strict mode on Python objects
+        would refuse lists for tuples and strings for datetimes), so a dict of arguments is validated as the
+        JSON it came from. `strict=False` asks for the lax rules explicitly.
+
+        (No `mode="before"` validators on argument models, hence the second spellings are resolved here: pydantic
+        hands a before-validator's result to the field validators as Python objects, which would undo the JSON
+        rules.)"""
+        if strict is not None or not isinstance(obj, dict):
+            return super().model_validate(obj, strict=strict, **kwargs)
+        obj = cls._canonical_spellings(obj)
+        try:
+            raw = json.dumps(obj)
+        except (TypeError, ValueError):  # holds Python objects (an in-process caller): strict Python rules
+            return super().model_validate(obj, strict=True, **kwargs)
+        json_kwargs = {k: v for k, v in kwargs.items() if k in ("extra", "context", "by_alias", "by_name")}
+        return cls.model_validate_json(raw, strict=True, **json_kwargs)
+
+    @classmethod
+    def _canonical_spellings(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if not cls.spellings:
             return data
         data = dict(data)
         for alternate, field in cls.spellings.items():
             if alternate in data:
                 value = data.pop(alternate)
                 if field in data and data[field] != value:
-                    raise ValueError(f"'{alternate}' and '{field}' are the same argument; give one of them")
+                    raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                        type=PydanticCustomError("duplicate_argument", "'{alternate}' and '{field}' are the same "
+                                                 "argument; give one of them", {"alternate": alternate, "field": field}),
+                        loc=(alternate,), input=value)])
                 data[field] = value
         return data
 

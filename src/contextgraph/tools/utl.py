@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.services import vertex_update
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
+from contextgraph.tools.validation import NOT_BLANK, MemoryId
 
 _V = constitution()["validation"]
-UUID = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 FINGERPRINT = ("A teleological fingerprint: an object with all 13 spaces E1..E13 (ARCH-05). dense = list of "
                "numbers, sparse = {indices, values}, binary = list of bytes, multivector = list of vectors; "
                "dimensions as get_graph_manifest reports them.")
@@ -21,23 +21,18 @@ CONTENT_BOUNDS = {"min_length": _V["content"]["min_length"], "max_length": _V["c
 
 
 class DeltaScArgs(Args):
-    vertex_id: str = Field(pattern=UUID, description="Id of the stored memory being updated: a UUID, with or "
+    vertex_id: MemoryId = Field(description="Id of the stored memory being updated: a UUID, with or "
                                                      "without hyphens (memory ids are 32 hex characters).")
     new_fingerprint: dict[str, Any] | None = Field(None, description="The updated vertex's fingerprint. "
                                                    + FINGERPRINT)
-    new_content: Annotated[str | None, FREE_TEXT] = Field(
+    new_content: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(
         None, **CONTENT_BOUNDS, description="The updated text, embedded here (instead of new_fingerprint).")
     old_fingerprint: dict[str, Any] | None = Field(None, description="The version before the update; defaults "
                                                    "to the stored fingerprint. " + FINGERPRINT)
-    old_content: Annotated[str | None, FREE_TEXT] = Field(
+    old_content: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(
         None, **CONTENT_BOUNDS, description="The text before the update, embedded here (instead of old_fingerprint).")
     include_diagnostics: bool = Field(False, description="Add per-space connectivity, ClusterFit, consistency, "
                                                          "neighbour counts, edge weights and timings.")
-
-    @field_validator("vertex_id")
-    @classmethod
-    def _canonical(cls, value: str) -> str:
-        return value.replace("-", "").lower()
 
     @model_validator(mode="after")
     def _one_new_version(self) -> DeltaScArgs:

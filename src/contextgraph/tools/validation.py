@@ -1,13 +1,40 @@
-"""Turns a pydantic ValidationError into an InvalidParams error a model can act on: the field, what was wrong,
-and the allowed values or bounds from the tool's JSON Schema."""
+"""Argument validation shared by every tool: the field types that carry a rule of their own (memory ids in
+either UUID spelling, text that must not be blank), and turning a pydantic ValidationError into an
+InvalidParams error a model can act on: the field, what was wrong, and the allowed values or bounds from the
+tool's JSON Schema. (Strict JSON typing of every argument lives in spec.Args.)"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import AfterValidator, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from contextgraph.errors import InvalidParams
+
+# Memories are keyed by 32 lowercase hex characters (uuid4().hex); clients copy ids back in either UUID
+# spelling, so every memory-id argument accepts both and hands the handler the stored form.
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+
+
+def canonical_memory_id(value: str) -> str:
+    return value.replace("-", "").lower()
+
+
+MemoryId = Annotated[str, Field(min_length=32, max_length=36, pattern=UUID_PATTERN,
+                                description="A memory's id: 32 hex characters, or the same UUID with hyphens."),
+                     AfterValidator(canonical_memory_id)]
+
+
+def _not_blank(value: Any) -> Any:
+    if isinstance(value, str) and value and not value.strip():
+        raise PydanticCustomError("blank_text", "must contain some text, not only whitespace")
+    return value
+
+
+# Marker for Annotated text fields whose meaning is their words (content, queries, names): whitespace alone is
+# refused, where min_length would count it. An empty string is left to min_length.
+NOT_BLANK = AfterValidator(_not_blank)
 
 # JSON Schema keyword → the name used in error.data (and in the message).
 _BOUNDS = (("minimum", "min"), ("exclusiveMinimum", "min_exclusive"), ("maximum", "max"),
