@@ -157,7 +157,41 @@ def build_server(app: App) -> ContextGraphServer:
             on_set_logging_level=client_logs.set_level,
         )
     server.middleware.append(_envelope_middleware(app))
+    server.middleware.append(_handshake_gate(app))  # inside the envelope, so a refused tools/call gets its pulse
     return server
+
+
+_BEFORE_HANDSHAKE = frozenset({"initialize", "ping"})  # what MCP lets a client send before the handshake
+
+
+def _handshake_done(ctx: ServerRequestContext) -> bool:
+    connection = getattr(ctx.session, "_connection", None)  # private in mcp 2.3, as in session_key
+    return connection is None or bool(getattr(connection, "initialize_accepted", True))
+
+
+def _handshake_gate(app: App):
+    """A request sent before `initialize` is refused by the SDK with -32602 "Invalid request parameters",
+    which sends a client hunting for a bad argument. MCP (lifecycle) says only ping may precede the
+    handshake and fixes no code; this keeps the refusal and says what is wrong, as -32600 (the request is
+    out of place; its parameters are fine). Unknown methods keep the SDK's -32601."""
+
+    async def gate(ctx: ServerRequestContext, call_next):
+        if ctx.method in _BEFORE_HANDSHAKE or _handshake_done(ctx):
+            return await call_next(ctx)
+        try:
+            return await call_next(ctx)
+        except MCPError as exc:
+            if exc.error.code != types.INVALID_PARAMS:
+                raise
+            entry = app.constitution.error("INVALID_REQUEST")
+            raise MCPError(
+                entry.code,
+                f"Not initialized: {ctx.method} was sent before the MCP handshake. Send `initialize`, then the "
+                f"`notifications/initialized` notification, then {ctx.method}; only ping may come first.",
+                {"hint": "Complete the initialize handshake first (MCP lifecycle).", "method": ctx.method},
+            ) from None
+
+    return gate
 
 
 def _envelope_middleware(app: App):

@@ -7,7 +7,7 @@
 * `/health`: liveness and a few counters.
 
 In front of all of them (transports/security.py): Host/Origin validation, the bearer token when one is
-configured, and the request body limit.
+configured, and the request body limit; then the JSON-RPC envelope check (transports/http_envelope.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from contextgraph.app import App
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import AsgiEndpoint
 from contextgraph.transports.event_store import InMemoryEventStore, SessionManager
+from contextgraph.transports.http_envelope import EnvelopeGuard
 from contextgraph.transports.security import HostRules, HttpGuard
 from contextgraph.transports.sse import MESSAGES_PATH, SseSessions
 
@@ -66,8 +67,10 @@ class HttpService:
             ],
             lifespan=self._lifespan,
         )
-        self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(starlette, self.max_body), app.settings,
-                                       HostRules(app.settings), c.error("INVALID_REQUEST").code)
+        invalid = c.error("INVALID_REQUEST")
+        checked = EnvelopeGuard(starlette, invalid.code, invalid.hint)  # behind the body limit: bounded buffering
+        self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(checked, self.max_body), app.settings,
+                                       HostRules(app.settings), invalid.code)
 
     @asynccontextmanager
     async def _lifespan(self, _starlette: Starlette) -> AsyncIterator[None]:
