@@ -439,3 +439,73 @@ def test_the_retrievers_vectorised_standings_equal_rank_agreement():
     for row, i in enumerate(chosen):
         for column, s in enumerate(SPACES):
             assert got[row, column] == pytest.approx(binding.rank_agreement(scores[s.id][i], scores[s.id]))
+
+
+# --- binding = agreement with the context (issue 11.6) -------------------------------------------------------------
+
+
+def naive_context_agreement(s, reference):
+    ref = [v for v in reference if math.isfinite(v)]
+    if not math.isfinite(s):
+        return 0.0
+    if not ref:
+        return min(max(s, 0.0), 1.0)
+    below = sum(1 for v in ref if v < s)
+    ties = sum(1 for v in ref if v == s)
+    return (below + 0.5 * ties + 0.5) / (len(ref) + 1)
+
+
+def test_context_agreement_exact_values():
+    ref = [0.1, 0.2, 0.3]
+    assert binding.context_agreement(0.5, ref) == pytest.approx(3.5 / 4)  # closer than every stored memory
+    assert binding.context_agreement(0.0, ref) == pytest.approx(0.5 / 4)  # farther than all of them
+    assert binding.context_agreement(0.2, ref) == pytest.approx((1 + 0.5 + 0.5) / 4)  # a tie counts half
+    assert binding.context_agreement(0.7, []) == 0.7  # no store distribution yet: the similarity itself
+    assert binding.context_agreement(float("nan"), ref) == 0.0
+    assert binding.context_agreement(0.25, [0.1, float("nan"), 0.3]) == pytest.approx(1.5 / 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=8), st.lists(st.floats(-1, 1), min_size=0, max_size=30),
+       st.floats(-1, 1))
+def test_context_agreements_match_the_scalar_and_are_monotone(column, reference, higher):
+    sims = np.asarray(column, dtype=np.float64)[:, None]
+    out = binding.context_agreements(sims, [np.asarray(reference)])
+    for value, got in zip(column, out[:, 0]):
+        assert got == pytest.approx(naive_context_agreement(value, reference))
+        assert 0.0 <= got <= 1.0
+    if reference:
+        a, b = sorted([column[0], higher])
+        assert binding.context_agreement(a, reference) <= binding.context_agreement(b, reference)
+
+
+def test_context_agreements_shape_errors():
+    with pytest.raises(ValueError):
+        binding.context_agreements(np.zeros(3), [np.zeros(2)])
+    with pytest.raises(ValueError):
+        binding.context_agreements(np.zeros((2, 3)), [np.zeros(2)] * 2)
+
+
+def test_the_relevant_candidate_binds_tighter_than_an_irrelevant_one():
+    """A store of 200 memories with random similarities to the context in 13 spaces; the relevant candidate is
+    closer than nearly all of them in every space, the irrelevant one is a typical stored memory (its
+    percentiles scatter). Ranking among the candidates alone would give the irrelevant one a high standing when
+    it is the better of two bad results; context agreement does not."""
+    rng = np.random.default_rng(3)
+    reference = [rng.normal(0.2, 0.1, 200) for _ in range(13)]
+    relevant = np.array([np.quantile(r, 0.97) for r in reference])
+    irrelevant = np.array([r[i] for i, r in zip(rng.integers(0, 200, 13), reference)])
+    r, psi = binding.context_binding(np.stack([relevant, irrelevant]), reference)
+    assert r[0] > 0.95 and psi[0] < 0.2 and binding.agrees(psi[0])
+    assert r[0] > r[1] + 0.2
+    # rank among the two candidates only: the irrelevant one still wins the spaces where it is the better one
+    ranks = np.array([[binding.rank_agreement(v, np.array([a, b])) for v, a, b in zip(row, relevant, irrelevant)]
+                      for row in (relevant, irrelevant)])
+    assert ranks[1].mean() == 0.0 and ranks[0].mean() == 1.0  # standings only order the two candidates
+
+
+def test_context_binding_of_a_unanimously_typical_candidate_does_not_agree():
+    reference = [np.linspace(0, 1, 101)] * 13
+    r, psi = binding.context_binding(np.full((1, 13), 0.5), reference)
+    assert r[0] > 0.99 and abs(psi[0] - math.pi / 2) < 0.01  # tightly bound on the border: the workspace's
+    # agrees() (ψ < π/2) and its r_m × importance ranking decide; the agreement level is what binding reports

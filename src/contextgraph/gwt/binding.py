@@ -34,6 +34,17 @@ def rank_agreement(score: float, reference: np.ndarray) -> float:
     return float(min(1.0, np.count_nonzero(ref < s) / (ref.size - 1)))
 
 
+def rank_agreements(scores: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """rank_agreement for many scores against one reference, vectorised (one sort, one search): element i is
+    rank_agreement(scores[i], reference)."""
+    ref = np.nan_to_num(np.asarray(reference, dtype=np.float64).ravel(), nan=-np.inf)
+    s = np.nan_to_num(np.asarray(scores, dtype=np.float64).ravel(), nan=-np.inf)
+    if ref.size <= 1:
+        return np.ones(s.size)
+    below = np.searchsorted(np.sort(ref), s, side="left")  # how many reference scores are strictly less
+    return np.minimum(1.0, below / (ref.size - 1))
+
+
 def binding_phases(agreements: np.ndarray) -> np.ndarray:
     a = np.clip(np.nan_to_num(np.asarray(agreements, dtype=np.float64), nan=0.0), 0.0, 1.0)
     return math.pi * (1.0 - a)
@@ -70,3 +81,66 @@ def binding_batch(agreements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(n), np.full(n, math.pi / 2)
     z = np.exp(1j * binding_phases(a)).mean(axis=1)
     return np.clip(np.abs(z), 0.0, 1.0), np.mod(np.angle(z), 2 * math.pi)
+
+
+# --- binding = agreement with the context (issue 11.6) ----------------------------------------------------------
+#
+# The standing among the operation's own candidates (rank_agreement) says which candidate a space puts first, not
+# whether that space finds it close to the context at all: among ten irrelevant results one is still "best" in
+# every space. Agreement with the context asks the store instead: a candidate's similarity to the query/context
+# in space i, as a percentile of the same context's similarities to the stored memories in that space (a sample:
+# the store's distribution of that space). 1 − a is then how many stored memories the space finds closer to the
+# context than this candidate; a space that cannot tell the candidate from a random stored memory gives ~0.5
+# (θ = π/2), one that finds it closer than nearly everything gives ~1 (θ ≈ 0). Raw similarities are not
+# comparable across spaces (cosine, BM25, Hamming …); percentiles against each space's own distribution are.
+
+
+def context_agreement(similarity: float, reference: np.ndarray | list[float]) -> float:
+    """a ∈ [0, 1] in one space: the mid-rank percentile of `similarity` (the candidate's similarity to the
+    context) among `reference` (the context's similarities to a sample of stored memories in that space),
+    (below + ½·ties + ½)/(R + 1) — never exactly 0 or 1 from a finite sample. No reference → the similarity
+    itself clipped to [0, 1] (nothing to normalise against yet). NaN similarity → 0; NaN references are
+    dropped."""
+    ref = np.asarray(reference, dtype=np.float64).ravel()
+    ref = ref[np.isfinite(ref)]
+    s = float(similarity)
+    if not math.isfinite(s):
+        return 0.0
+    if ref.size == 0:
+        return min(max(s, 0.0), 1.0)
+    below = int(np.count_nonzero(ref < s))
+    ties = int(np.count_nonzero(ref == s))
+    return (below + 0.5 * ties + 0.5) / (ref.size + 1)
+
+
+def context_agreements(similarities: np.ndarray, references: list[np.ndarray] | np.ndarray) -> np.ndarray:
+    """[m, S] agreements of m candidates in S spaces: `similarities` [m, S] (candidate × space, each in that
+    space's own measure), `references[i]` the context's similarities to the stored sample in space i.
+    Vectorised per space (one sort and two binary searches); equal to context_agreement cell by cell."""
+    sims = np.asarray(similarities, dtype=np.float64)
+    if sims.ndim != 2:
+        raise ValueError(f"similarities must be [candidates, spaces] (got shape {sims.shape})")
+    if len(references) != sims.shape[1]:
+        raise ValueError(f"{sims.shape[1]} spaces of similarities, {len(references)} references")
+    out = np.zeros_like(sims)
+    for i in range(sims.shape[1]):
+        ref = np.asarray(references[i], dtype=np.float64).ravel()
+        ref = np.sort(ref[np.isfinite(ref)])
+        col = sims[:, i]
+        finite = np.isfinite(col)
+        if ref.size == 0:
+            out[:, i] = np.where(finite, np.clip(np.nan_to_num(col), 0.0, 1.0), 0.0)
+            continue
+        lo = np.searchsorted(ref, col, side="left")
+        hi = np.searchsorted(ref, col, side="right")
+        out[:, i] = np.where(finite, (lo + 0.5 * (hi - lo) + 0.5) / (ref.size + 1), 0.0)
+    return out
+
+
+def context_binding(similarities: np.ndarray, references: list[np.ndarray] | np.ndarray) -> tuple[np.ndarray,
+                                                                                                    np.ndarray]:
+    """(r_m, ψ_m) per candidate from its similarities to the context (SPEC §9): agreements against the store's
+    per-space distributions (context_agreements), phases θ = π(1 − a), their order parameter. A candidate that
+    every space finds closer to the context than almost all stored memories binds with r_m → 1 and ψ_m → 0; one
+    that the spaces cannot tell from a random memory, or disagree on, binds loosely or on the π/2 side."""
+    return binding_batch(context_agreements(similarities, references))
