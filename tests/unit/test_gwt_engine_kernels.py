@@ -498,10 +498,13 @@ def test_the_relevant_candidate_binds_tighter_than_an_irrelevant_one():
     r, psi = binding.context_binding(np.stack([relevant, irrelevant]), reference)
     assert r[0] > 0.95 and psi[0] < 0.2 and binding.agrees(psi[0])
     assert r[0] > r[1] + 0.2
-    # rank among the two candidates only: the irrelevant one still wins the spaces where it is the better one
-    ranks = np.array([[binding.rank_agreement(v, np.array([a, b])) for v, a, b in zip(row, relevant, irrelevant)]
-                      for row in (relevant, irrelevant)])
-    assert ranks[1].mean() == 0.0 and ranks[0].mean() == 1.0  # standings only order the two candidates
+    # standings among the candidates alone: the irrelevant one, the best of the bad results it competes with,
+    # stands first in every space and binds perfectly on the agreeing side
+    worse = irrelevant - 1.0
+    standings = [binding.rank_agreement(v, np.array([v, w])) for v, w in zip(irrelevant, worse)]
+    assert binding.binding(np.array(standings)) == pytest.approx((1.0, 0.0))
+    r_ctx, psi_ctx = binding.context_binding(irrelevant[None, :], reference)
+    assert r_ctx[0] < 0.9 or psi_ctx[0] > 0.5  # against the store it is an ordinary memory
 
 
 def test_context_binding_of_a_unanimously_typical_candidate_does_not_agree():
