@@ -69,11 +69,11 @@ class AutoEdgeRules:
         (both directions match)."""
         if not causal_spans(content).cues:
             return []
-        cause, effect = e5.halves(fingerprint[5])
+        cause, effect = e5.halves(np.asarray(fingerprint[5]))
         if np.allclose(cause, effect):
             return []
         seqs: dict[int, None] = {}
-        for space, query in ((1, fingerprint[1]), (5, np.concatenate([cause, cause]) / np.sqrt(2.0)),
+        for space, query in ((1, np.asarray(fingerprint[1])), (5, np.concatenate([cause, cause]) / np.sqrt(2.0)),
                              (5, np.concatenate([effect, effect]) / np.sqrt(2.0))):
             seqs.update((seq, None) for seq, _ in indexes.search(space, query.astype(np.float32), self.causal_k))
         order = list(seqs)
@@ -81,7 +81,7 @@ class AutoEdgeRules:
         for record, fp in zip(store.get_by_seq(order), store.fingerprints(order, spaces=[5])):
             if record is None or fp is None:
                 continue
-            o_cause, o_effect = e5.halves(fp[5])
+            o_cause, o_effect = e5.halves(np.asarray(fp[5]))
             if np.allclose(o_cause, o_effect):
                 continue  # no cue: no cause or effect to match
             into, out = float(cause @ o_effect), float(effect @ o_cause)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import anyio
@@ -91,7 +91,7 @@ class CurationService:
             purge_expired(g, now, self.window_s)  # what has outlived its recovery window goes first
             return fn(g)
 
-        result = await storage.writer.submit(storage.store.graph_write, purge_then)
+        result = await storage.writer.submit(lambda: storage.store.graph_write(purge_then))
         # bring this process's indexes up to date now (deletes leave every space, restores come back)
         await anyio.to_thread.run_sync(storage.indexes.catch_up, storage.store)
         return result
@@ -106,7 +106,7 @@ class CurationService:
                                "it back (search_tombstones finds it).", node_id=node_id, tombstoned=True)
         raise NodeNotFound(f"No memory has id {node_id}. search_graph finds memories by content.", node_id=node_id)
 
-    def _tombstone(self, g: Any, node_id: str, now: float, h: str, kind: str, reason: str, rationale: str) -> None:
+    def _tombstone(self, g: GraphTxn, node_id: str, now: float, h: str, kind: str, reason: str, rationale: str) -> None:
         record, blob, edges = g.delete_memory(node_id)
         doc = {"record": record_doc(record), "edges": [dataclasses.asdict(e) for e in edges], "deleted_at": now,
                "reversal_hash": h, "kind": kind, "reason": reason, "rationale": rationale}
@@ -121,9 +121,9 @@ class CurationService:
         now = self.clock.now()
 
         def fn(g: GraphTxn) -> dict[str, Any]:
-            if g.get_tombstone(node_id) is not None:
+            if (tombstone := g.get_tombstone(node_id)) is not None:
                 raise TombstoneExists(f"Memory {node_id} is already soft-deleted.", node_id=node_id,
-                                      reversal_hash=g.get_tombstone(node_id)[0]["reversal_hash"])
+                                      reversal_hash=tombstone[0]["reversal_hash"])
             self._require(g, node_id)
             event: dict[str, Any] = {"event": "forgotten" if soft else "hard_deleted", "at": now, "reason": reason,
                                      "rationale": rationale}

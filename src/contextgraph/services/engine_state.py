@@ -7,16 +7,18 @@ one data directory each run their own engine; the last one to save wins (memorie
 
 from __future__ import annotations
 
-from typing import Any
+from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.workspace import WorkspaceService
+from contextgraph.storage.base import MemoryStore
 
 DOCUMENT = "cognitive_engine"
 
 
-def save(store: Any, cognition: Any, workspace: Any) -> None:
+def save(store: MemoryStore, cognition: CognitiveState, workspace: WorkspaceService) -> None:
     store.put_document(DOCUMENT, {"cognition": cognition.to_doc(), "workspace": workspace.to_doc()})
 
 
-def load(store: Any, cognition: Any, workspace: Any) -> bool:
+def load(store: MemoryStore, cognition: CognitiveState, workspace: WorkspaceService) -> bool:
     doc = store.get_document(DOCUMENT)
     if not doc:
         return False

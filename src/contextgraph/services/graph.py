@@ -18,6 +18,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.errors import NodeNotFound
 from contextgraph.graph import hyperbolic as hb
 from contextgraph.graph.kernels import effective_weight, first_cycle, shortest_path
+from contextgraph.retrieval.analyzer import term_set
 from contextgraph.services.curation import iso, record_from_doc
 from contextgraph.services.memory_payloads import record_summary
 from contextgraph.services.store_handle import StoreHandle
@@ -144,7 +145,7 @@ class GraphService:
             for a, b in zip(path, path[1:]):
                 e = edges[(a, b)]
                 hops.append({"from": a, "to": b, **edge_view(e, a)})
-            records = {i: g.get(i) for i in path}
+            records = {i: self._require(g, i) for i in path}
             out: dict[str, Any] = {
                 "source_id": source, "target_id": target, "direction": direction, "max_hops": max_hops,
                 "found": bool(path), "path": path, "hops": hops, "length": max(0, len(path) - 1),
@@ -174,20 +175,21 @@ class GraphService:
             store, indexes = storage.store, storage.indexes
             indexes.catch_up(store)
             (fp,) = store.fingerprints([record.seq], spaces=[space])
+            if fp is None:
+                raise NodeNotFound(f"Memory {node_id} was deleted meanwhile.", node_id=node_id)
             hits = [(seq, score) for seq, score in indexes.search(space, fp[space], int(h["neighbours"]) + 1)
                     if seq != record.seq and score >= float(h["min_cosine"])]
             seqs = [record.seq] + [seq for seq, _ in hits]
-            records = store.get_by_seq(seqs)
-            fps = store.fingerprints(seqs, spaces=[space])
-            keep = [i for i, (r, f) in enumerate(zip(records, fps)) if r is not None and f is not None]
-            records = [records[i] for i in keep]
-            vectors = np.stack([np.asarray(fps[i][space], dtype=np.float64) for i in keep])
+            found = [(seq, r, f) for seq, r, f in zip(seqs, store.get_by_seq(seqs), store.fingerprints(seqs, [space]))
+                     if r is not None and f is not None]
+            records = [r for _, r, _ in found]
+            vectors = np.stack([np.asarray(f[space], dtype=np.float64) for _, _, f in found])
             k = float(h["aperture_k"])
             # centrality in the whole store: each node's soft degree over its own nearest memories
             floor, m = float(h["min_cosine"]), int(h["neighbours"])
-            kept = [seqs[i] for i in keep]
-            degree = [hb.soft_degree([sc for sq, sc in indexes.search(space, v.astype(np.float32), m + 1)
-                                      if sq != seq], floor) for seq, v in zip(kept, vectors)]
+            kept = [seq for seq, _, _ in found]
+            degree = [hb.soft_degree(np.array([sc for sq, sc in indexes.search(space, v.astype(np.float32), m + 1)
+                                               if sq != seq]), floor) for seq, v in zip(kept, vectors)]
             general = hb.rank_generality(np.array(degree))
             points = hb.to_ball(hb.pull_to_axis(vectors, float(h["axis_pull"])), general,
                                 max(float(h["r_min"]), hb.min_radius(k)), float(h["r_max"]))
@@ -247,7 +249,7 @@ class GraphService:
             if len(ids) > 1:
                 raise NodeNotFound(f"{prefix} is ambiguous: several memories' ids start with it; cite more of the "
                                    "id.", field="citation_tag", matches=ids)
-            record = g.get(ids[0])
+            record = self._require(g, ids[0])
             return {"citation_tag": tag, "node_id": record.id, "content": record.content,
                     "rationale": record.rationale, "modality": record.modality, "tags": list(record.tags),
                     "importance": record.importance, "created_at": record.created_at, "session": record.session}
@@ -256,7 +258,9 @@ class GraphService:
 
     async def tombstones(self, query: str | None, deleted_after: float | None, limit: int) -> dict[str, Any]:
         now = self.clock.now()
-        terms = set(re.findall(r"\w+", query.lower())) if query else set()
+        # the shared lexical analyzer (retrieval/analyzer.py): "invoice" finds "invoices", parse_args finds "parse
+        # args"; a query of stopwords only falls back to its plain words
+        terms = (set(term_set(query)) or set(re.findall(r"\w+", query.lower()))) if query else set()
 
         def fn(g: GraphTxn) -> dict[str, Any]:
             found = []
@@ -267,7 +271,8 @@ class GraphService:
                 record = record_from_doc(doc["record"])
                 score = 1.0
                 if terms:
-                    words = set(re.findall(r"\w+", (record.content + " " + " ".join(record.tags)).lower()))
+                    text = record.content + " " + " ".join(record.tags)
+                    words = term_set(text) | set(re.findall(r"\w+", text.lower()))
                     score = len(terms & words) / len(terms)
                     if score == 0:
                         continue
@@ -278,7 +283,8 @@ class GraphService:
             found.sort(key=lambda x: (-x[0], -x[1]))
             items = [x[2] for x in found[:limit]]
             return {"tombstones": items, "count": len(items),
-                    "matching": "share of query words found in the content and tags" if terms else None}
+                    "matching": "share of query terms (stemmed words, identifier parts) found in the content "
+                                "and tags" if terms else None}
 
         return await self._read(fn)
 

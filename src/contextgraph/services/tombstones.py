@@ -9,18 +9,18 @@ long even on a server that never curates again.
 
 from __future__ import annotations
 
-from typing import Any
+from contextgraph.storage.base import GraphTxn
 
 
-def expired_ids(g: Any, now: float, window_s: float) -> list[str]:
+def expired_ids(g: GraphTxn, now: float, window_s: float) -> list[str]:
     return [memory_id for memory_id, _ in _expired(g, now, window_s)]
 
 
-def _expired(g: Any, now: float, window_s: float) -> list[tuple[str, dict]]:
+def _expired(g: GraphTxn, now: float, window_s: float) -> list[tuple[str, dict]]:
     return [(memory_id, doc) for memory_id, doc in g.tombstones() if now - float(doc["deleted_at"]) > window_s]
 
 
-def purge_expired(g: Any, now: float, window_s: float) -> list[str]:
+def purge_expired(g: GraphTxn, now: float, window_s: float) -> list[str]:
     """Delete every tombstone older than the window (in the caller's write transaction); returns their ids."""
     expired = _expired(g, now, window_s)
     for memory_id, doc in expired:

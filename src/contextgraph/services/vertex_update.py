@@ -21,10 +21,10 @@ from typing import Any
 import anyio
 import numpy as np
 
+from contextgraph.constitution import Constitution
 from contextgraph.embedders.validation import check_fingerprint
 from contextgraph.errors import DimensionMismatch, InvalidFingerprint, InvalidParams, NodeNotFound
 from contextgraph.fingerprint import SPACES, Fingerprint, Sparse
-from contextgraph.constitution import Constitution
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.delta_sc import DeltaSc
 from contextgraph.services.perception import Perception
@@ -89,7 +89,7 @@ def fingerprint_to_json(fingerprint: Fingerprint) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for space in SPACES:
         v = fingerprint[space.id]
-        if space.kind == "sparse":
+        if isinstance(v, Sparse):
             out[f"E{space.id}"] = {"indices": v.indices.tolist(), "values": v.values.tolist()}
         else:
             out[f"E{space.id}"] = np.asarray(v).tolist()
@@ -108,7 +108,8 @@ async def compute(storage: StoreHandle, perception: Perception, cognition: Cogni
     new = parse_fingerprint(new_fingerprint, manifest, "new_fingerprint") if new_fingerprint is not None else None
     old = parse_fingerprint(old_fingerprint, manifest, "old_fingerprint") if old_fingerprint is not None else None
     to_embed = [text for text in (new_content if new is None else None, old_content if old is None else None) if text]
-    embedded, triples = await perception.embed_texts(to_embed, record.modality, record.session) if to_embed else ([], [])
+    embedded, triples = (await perception.embed_texts(to_embed, record.modality, record.session) if to_embed
+                         else ([], []))
     own_triples = store.triples_of(vertex_id)  # taken out of the TransE fit: the vertex is not its own context
     new_triples: list = []
     old_triples: list = []

@@ -22,15 +22,18 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.constitution import Constitution
+from contextgraph.fingerprint import Fingerprint
 from contextgraph.gwt import workspace as ws
 from contextgraph.gwt.binding import binding_batch
+from contextgraph.services.cognition import CognitiveState
 
 NO_NORTH_STAR_ALIGNMENT = 1.0  # no north star yet: alignment cannot rank, so it is neutral for every memory
 
 
 class WorkspaceService:
-    def __init__(self, constitution: Any, cognition: Any, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+    def __init__(self, constitution: Constitution, cognition: CognitiveState,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         w = constitution["gwt"]["workspace"]
         self.enter_threshold = float(w["enter_threshold"])
         self.exit_threshold = float(w["exit_threshold"])
@@ -43,7 +46,7 @@ class WorkspaceService:
         self._wall = wall
         self._lock = threading.Lock()
         self._state = ws.Workspace()
-        self._context: Any = None  # the fingerprint of the last operation: what candidates bind against
+        self._context: Fingerprint | None = None  # the fingerprint of the last operation: what candidates bind against
         self._reference: dict[int, Any] = {}
         self._conflict: list[str] = []  # the memories competing above the threshold in the last competition
         self._candidates: list[ws.Candidate] = []
@@ -54,7 +57,7 @@ class WorkspaceService:
         self.dirty = False  # events, counts or the replay queue changed since the last save
 
     # -- operations ----------------------------------------------------------------------------------------
-    def observe(self, context: Any, found: Sequence[tuple[str, Sequence[float], float]],
+    def observe(self, context: Fingerprint, found: Sequence[tuple[str, Sequence[float], float]],
                 reference: dict[int, Any] | None = None) -> list[dict[str, Any]]:
         """One competition among `found` = (memory id, 13 agreements, importance) against `context`; `reference`
         holds each space's scores of all the operation's candidates (what a later broadcast is measured in)."""

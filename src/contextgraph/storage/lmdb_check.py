@@ -10,7 +10,7 @@ import lmdb
 
 from contextgraph.fingerprint import SPACES
 from contextgraph.storage.codec import decode_fingerprint, decode_record
-from contextgraph.storage.lmdb_keys import U64, seq_key
+from contextgraph.storage.lmdb_keys import U64, read_counter, seq_key
 
 _ALL_SPACES = frozenset(s.id for s in SPACES)
 
@@ -18,7 +18,7 @@ _ALL_SPACES = frozenset(s.id for s in SPACES)
 def consistency_problems(txn: lmdb.Transaction, db: dict[str, Any]) -> list[str]:
     """What is wrong in the snapshot `txn` of the tables `db` (empty when sound)."""
     problems: list[str] = []
-    counter = U64.unpack(txn.get(b"next_seq", db=db["meta"]))[0]
+    counter = read_counter(txn, db["meta"])
     n = {name: txn.stat(db[name])["entries"] for name in ("memories", "fingerprints", "ids", "seqs")}
     if len(set(n.values())) != 1:
         problems.append(f"table sizes differ: {n}")

@@ -12,9 +12,9 @@ from typing import Any
 import lmdb
 
 from contextgraph.errors import StorageError
-from contextgraph.storage.base import Edge, MemoryRecord
+from contextgraph.storage.base import Edge, MemoryRecord, NewTriple
 from contextgraph.storage.codec import decode_record, encode_record, encode_triples
-from contextgraph.storage.lmdb_keys import next_seq, seq_key
+from contextgraph.storage.lmdb_keys import next_seq, present, seq_key
 
 # --- the graph: edges, tombstones, reversals, lineage -----------------------------------------------------------
 
@@ -65,7 +65,7 @@ class GraphTxn:
             raise StorageError(f"memory {memory_id} does not exist", memory_id=memory_id)
         k = seq_key(record.seq)
         mid = memory_id.encode()
-        blob = self.fingerprint_blob(record.seq)
+        blob = bytes(present(self.fingerprint_blob(record.seq), f"the fingerprint of {memory_id}"))
         edges = self.edges(memory_id)
         for edge in edges:
             self.delete_edge(edge)
@@ -75,7 +75,7 @@ class GraphTxn:
         self.txn.put(seq_key(op_seq), b"d" + k + mid, db=self.db["oplog"])
         return record, blob, edges
 
-    def put_triples(self, memory_id: str, triples: Sequence[Any]) -> None:
+    def put_triples(self, memory_id: str, triples: Sequence[NewTriple]) -> None:
         self.txn.put(memory_id.encode(), encode_triples(triples), db=self.db["triples"])
 
     def delete_triples(self, memory_id: str) -> None:
@@ -104,7 +104,8 @@ class GraphTxn:
         if not cursor.last():
             return out
         for _k, mid in cursor.iterprev():
-            record = decode_record(self.txn.get(mid, db=self.db["memories"]))
+            raw = present(self.txn.get(mid, db=self.db["memories"]), f"the record of {bytes(mid).decode()}")
+            record = decode_record(raw)
             if since is not None and record.created_at < since:
                 break
             if session is None or record.session == session:

@@ -8,6 +8,8 @@ import struct
 
 import lmdb
 
+from contextgraph.errors import StorageError
+
 U64 = struct.Struct(">Q")
 
 
@@ -21,8 +23,21 @@ def session_key(session: str) -> bytes:
     return b"session:" + (raw if len(raw) <= 256 else hashlib.sha256(raw).digest())
 
 
+def present(value: bytes | memoryview | None, what: str) -> bytes | memoryview:
+    """A value the store's own invariants say exists (a memory's record behind its seq, the seq counter); its
+    absence means the store is damaged, which `contextgraph doctor` then reports."""
+    if value is None:
+        raise StorageError(f"the store is inconsistent: {what} is missing (contextgraph doctor checks it)")
+    return value
+
+
+def read_counter(txn: lmdb.Transaction, meta: lmdb._Database) -> int:
+    """The seq the next put or delete will take."""
+    return U64.unpack(present(txn.get(b"next_seq", db=meta), "the seq counter"))[0]
+
+
 def next_seq(txn: lmdb.Transaction, meta: lmdb._Database) -> int:
     """Take the next seq from the counter in `meta` (inside the caller's write transaction)."""
-    seq = U64.unpack(txn.get(b"next_seq", db=meta))[0]
+    seq = read_counter(txn, meta)
     txn.put(b"next_seq", seq_key(seq + 1), db=meta)
     return seq

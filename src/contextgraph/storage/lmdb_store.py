@@ -51,7 +51,7 @@ from contextgraph.storage.codec import (
 )
 from contextgraph.storage.lmdb_check import consistency_problems
 from contextgraph.storage.lmdb_graph import GraphTxn
-from contextgraph.storage.lmdb_keys import U64, next_seq, seq_key, session_key
+from contextgraph.storage.lmdb_keys import U64, next_seq, present, read_counter, seq_key, session_key
 from contextgraph.storage.locks import RWLock
 
 SCHEMA_VERSION = b"1"
@@ -70,11 +70,9 @@ _open_lock = threading.Lock()
 T = TypeVar("T")
 
 
-def _decode_fp(blob: memoryview | None, wanted: frozenset[int] | None) -> Fingerprint | None:
+def decode_fingerprint_blob(blob: bytes | memoryview, wanted: frozenset[int] | None) -> Fingerprint:
     """Decode out of a transaction's buffer. The whole fingerprint: one copy of the blob, arrays are views of
     it (~25% faster). Some spaces: a copy of each, so keeping E1 of every memory does not keep all 13 alive."""
-    if blob is None:
-        return None
     if wanted is None:
         return decode_fingerprint(bytes(blob))
     return decode_fingerprint(blob, wanted, copy=True)
@@ -100,7 +98,7 @@ class LmdbStore:
         # run while any transaction of this process is open (LMDB does not check; it would unmap under a reader).
         self._gate = RWLock()
         try:
-            self._env = lmdb.open(
+            self._env: lmdb.Environment | None = lmdb.open(
                 str(self.path), map_size=map_size, max_dbs=len(_DBS), max_readers=126, lock=True,
                 readonly=readonly, sync=sync, metasync=sync, subdir=True,
             )
@@ -145,6 +143,12 @@ class LmdbStore:
             self._env = None
         self._release()
 
+    @property
+    def env(self) -> lmdb.Environment:
+        if self._env is None:
+            raise StorageError(f"the store at {self.path} is closed")
+        return self._env
+
     def _release(self) -> None:
         with _open_lock:
             _open_paths.discard(self._real)
@@ -163,7 +167,7 @@ class LmdbStore:
         for attempt in range(2):
             self._gate.acquire_read()
             try:
-                txn = self._env.begin(buffers=True)
+                txn = self.env.begin(buffers=True)
                 break
             except lmdb.MapResizedError as exc:
                 self._gate.release_read()
@@ -187,11 +191,11 @@ class LmdbStore:
         for attempt in range(3):
             self._gate.acquire_read()
             try:
-                with self._env.begin(write=True) as txn:
+                with self.env.begin(write=True) as txn:
                     return fn(txn)
             except lmdb.MapFullError as exc:
                 if attempt:
-                    raise StorageError(f"store is full at {self._env.info()['map_size']} bytes") from exc
+                    raise StorageError(f"store is full at {self.env.info()['map_size']} bytes") from exc
                 grow = True
             except lmdb.MapResizedError:
                 grow = False
@@ -207,12 +211,12 @@ class LmdbStore:
 
     def _grow_map(self) -> None:
         with self._gate.write():
-            self._env.set_mapsize(self._env.info()["map_size"] * 2)
+            self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
     def _adopt_map_size(self) -> None:
         # another process grew the map; 0 means "take the size recorded in the file"
         with self._gate.write():
-            self._env.set_mapsize(0)
+            self.env.set_mapsize(0)
 
     # --- writes ------------------------------------------------------------------------------------------------
 
@@ -344,7 +348,7 @@ class LmdbStore:
                 if mid is None:
                     continue  # deleted since the search found it
                 mid = bytes(mid)
-                old = decode_record(txn.get(mid, db=db["memories"]))
+                old = decode_record(present(txn.get(mid, db=db["memories"]), f"the record of {mid.decode()}"))
                 new = dataclasses.replace(old, access_count=old.access_count + 1, last_accessed=when)
                 txn.put(mid, encode_record(new), db=db["memories"])
 
@@ -372,7 +376,8 @@ class LmdbStore:
         wanted = None if spaces is None else frozenset(spaces)
         with self._read() as txn:
             db = self._db["fingerprints"]
-            return [_decode_fp(txn.get(seq_key(seq), db=db), wanted) for seq in seqs]
+            blobs = [txn.get(seq_key(seq), db=db) for seq in seqs]
+            return [None if blob is None else decode_fingerprint_blob(blob, wanted) for blob in blobs]
 
     def count(self) -> int:
         with self._read() as txn:
@@ -387,7 +392,7 @@ class LmdbStore:
 
     def last_seq(self) -> int:
         with self._read() as txn:
-            return U64.unpack(txn.get(b"next_seq", db=self._db["meta"]))[0] - 1
+            return read_counter(txn, self._db["meta"]) - 1
 
     def oplog_since(self, seq: int, limit: int | None = None) -> list[OplogEntry]:
         out: list[OplogEntry] = []
@@ -414,9 +419,9 @@ class LmdbStore:
                 cursor = txn.cursor(db=db["fingerprints"])
                 if cursor.set_range(seq_key(after + 1)):
                     for k, blob in cursor:
-                        mid = txn.get(k, db=db["seqs"])
-                        raw = txn.get(mid, db=db["memories"])
-                        chunk.append((decode_record(raw), _decode_fp(blob, wanted)))
+                        mid = present(txn.get(k, db=db["seqs"]), f"the id of seq {U64.unpack(k)[0]}")
+                        raw = present(txn.get(mid, db=db["memories"]), f"the record of {bytes(mid).decode()}")
+                        chunk.append((decode_record(raw), decode_fingerprint_blob(blob, wanted)))
                         if len(chunk) == _SCAN_CHUNK:
                             break
             if not chunk:
