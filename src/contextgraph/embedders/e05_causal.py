@@ -15,7 +15,15 @@ Similarity against a query, by the direction of the question (`query_direction`)
         cause, the matching docs' effect halves are the answer;
     both: the larger of the two.
 A query without a cue has both halves equal to its whole text, so in effect the whole question is compared with
-the doc's effect (backward) or cause (forward) half."""
+the doc's effect (backward) or cause (forward) half.
+
+Negation and hedges (issue 11.7): a cue whose scope — its own two sides within the sentence, and the few words
+just before it — holds a negation ("not", "n't", "never", "no longer", "neither", "nor", "without") or a hedge
+("unless", "might", "may", "maybe", "perhaps", "possibly", "whether", "unlikely") yields no spans: "the deploy
+did not fail because of the lock", "the table is never locked, so …" and "unless the cache is cleared …" claim
+no cause. The embedding cannot tell "locked" from "never locked", so such a side would match the opposite event
+and become a Causal edge to it; a claim about an absence ("because the cache was not cleared") is given up with
+them, the safe side for an automatic edge. Skipped cues are listed in `CausalSpans.negated`."""
 
 from __future__ import annotations
 
@@ -57,6 +65,11 @@ _CUES = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n+")
+_NEGATION = re.compile(
+    r"\bnot\b|n['’]t\b|\bnever\b|\bno\s+longer\b|\bneither\b|\bnor\b|\bwithout\b|\bcannot\b"
+    r"|\bunless\b|\bmight\b|\bmay\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bwhether\b|\bunlikely\b",
+    re.IGNORECASE,
+)
 _TRIM = " \t\r\n,;:—–-\"'()"
 
 _BACKWARD_QUERY = re.compile(
@@ -84,7 +97,8 @@ def query_direction(text: str) -> str:
 class CausalSpans:
     cause: tuple[Span, ...]  # character spans; empty when no cue named this side
     effect: tuple[Span, ...]
-    cues: tuple[str, ...]  # the cue phrases found, in text order
+    cues: tuple[str, ...]  # the cue phrases that found spans, in text order
+    negated: tuple[str, ...] = ()  # cue phrases skipped: negated or hedged in their scope
 
 
 def causal_spans(text: str) -> CausalSpans:
@@ -93,12 +107,16 @@ def causal_spans(text: str) -> CausalSpans:
     cause: list[Span] = []
     effect: list[Span] = []
     cues: list[str] = []
+    negated: list[str] = []
     for index, (s_start, s_end) in enumerate(sentences):
         matches = list(_CUES.finditer(text, s_start, s_end))
         for j, m in enumerate(matches):
             effect_first = m.lastgroup.startswith("e")
             lo = matches[j - 1].end() if j else s_start
             hi = matches[j + 1].start() if j + 1 < len(matches) else s_end
+            if _NEGATION.search(text, lo, hi):
+                negated.append(m.group(0).strip(" ,"))
+                continue
             left, right = _trim(text, lo, m.start()), _trim(text, m.end(), hi)
             cues.append(m.group(0).strip(" ,"))
             if left is None and effect_first:
@@ -107,14 +125,19 @@ def causal_spans(text: str) -> CausalSpans:
                 if comma >= 0:
                     right, left = _trim(text, m.end(), comma), _trim(text, comma + 1, hi)
             elif left is None and index > 0:
-                # "A. Therefore B": the cause is the sentence before.
-                left = _trim(text, *sentences[index - 1])
+                # "A. Therefore B": the cause is the sentence before (unless that one is negated or hedged).
+                previous = sentences[index - 1]
+                if _NEGATION.search(text, *previous):
+                    cues.pop()
+                    negated.append(m.group(0).strip(" ,"))
+                    continue
+                left = _trim(text, *previous)
             first, second = (effect, cause) if effect_first else (cause, effect)
             if left is not None:
                 first.append(left)
             if right is not None:
                 second.append(right)
-    return CausalSpans(tuple(cause), tuple(effect), tuple(cues))
+    return CausalSpans(tuple(cause), tuple(effect), tuple(cues), tuple(negated))
 
 
 def _sentences(text: str) -> list[Span]:
