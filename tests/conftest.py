@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -10,6 +11,7 @@ import pytest  # noqa: E402
 
 from contextgraph.app import build_app  # noqa: E402
 from contextgraph.config import Settings  # noqa: E402
+from contextgraph.services import perception  # noqa: E402
 
 
 @pytest.fixture
@@ -21,6 +23,26 @@ def anyio_backend() -> str:
 def model_cache(tmp_path_factory):
     """One exported ONNX graph for the whole session (the export takes several seconds)."""
     return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_pipelines():
+    """Every App the tests build loads the real embedding pipeline with the real loader, but once per model
+    configuration for the whole run instead of once per App (seconds each, and most e2e tests build one). A
+    pipeline holds no state between batches, so sharing it changes nothing the tests observe; a failed load is
+    not cached, so the tests of load failures still see theirs."""
+    real, loaded, lock = perception.build_pipeline, {}, threading.Lock()
+
+    def load_once(settings: Settings):
+        key = (settings.model_dir, settings.models_dir, settings.runtime, settings.quantized, settings.device)
+        with lock:
+            if key not in loaded:
+                loaded[key] = real(settings)
+            return loaded[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(perception, "build_pipeline", load_once)
+        yield
 
 
 @pytest.fixture(scope="session")
