@@ -1,13 +1,17 @@
-"""Storage measurements, printed (run with `pytest -m slow -s tests/integration/storage/test_storage_bench.py`).
-Never pass/fail on a number: the machine is shared and noisy. Excluded from the default run (marker `slow`)."""
+"""Storage measurements, printed: `.venv/bin/python -m pytest -m slow -s benchmarks/bench_storage.py`.
+Never pass/fail on a number: the machine is shared and noisy. Outside tests/, so never part of the default run."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "integration" / "storage"))
 from storage_fakes import fingerprint, record
 
 from contextgraph.fingerprint import Sparse
