@@ -444,3 +444,141 @@ def test_maxsim_of_rows_with_subnormal_values_keeps_their_direction():
     """Hypothesis found it: a row of 3e-162 has a squared norm that underflows to 0, yet a direction."""
     q = np.array([[1.0, 3e-162, 3e-162, 3e-162], [3e-162, 3e-162, 3e-162, 3e-162]])
     assert maxsim_novelty(q, [q]) == pytest.approx(0.0, abs=1e-9)
+
+
+# --- the local statistic and its leave-one-out calibration (issue 11) ----------------------------------------------
+
+from contextgraph.utl.delta_s import (  # noqa: E402
+    IDENTITY,
+    Calibration,
+    calibrated,
+    fit_calibration,
+    hybrid_geometric,
+    local_statistic,
+    logit,
+    sparse_statistic,
+    uncovered_share,
+)
+
+
+def test_local_statistic_exact_values():
+    assert local_statistic([0.0, 0.5, 0.5], 5) == 0.0  # an exact duplicate among the neighbours
+    assert local_statistic([0.25, 0.25], 1) == pytest.approx(0.25)
+    assert local_statistic([0.1, 0.4, 0.7], 2) == pytest.approx(math.sqrt(0.1 * 0.25))
+    assert local_statistic([0.9, 0.1], 5) == pytest.approx(math.sqrt(0.1 * 0.5))  # unsorted input
+    assert local_statistic([], 5) == 1.0 and local_statistic([float("nan")], 5) == 1.0
+    assert local_statistic([-1.0, 3.0], 2) == 0.0  # clipped to [0, 1]
+    with pytest.raises(ValueError):
+        local_statistic([0.1], 0)
+
+
+@FEW
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12), st.integers(1, 6), st.floats(0, 1))
+def test_local_statistic_in_unit_and_monotone(distances, k, shrink):
+    g = local_statistic(distances, k)
+    assert in_unit(g)
+    closer = [d * shrink for d in distances]  # every neighbour at most as far
+    assert local_statistic(closer, k) <= g + 1e-12
+
+
+def test_uncovered_share_and_sparse_statistic():
+    assert uncovered_share([1.0, 3.0], [True, False]) == pytest.approx(0.75)
+    assert uncovered_share([], []) == 1.0 and uncovered_share([0.0], [False]) == 1.0
+    with pytest.raises(ValueError):
+        uncovered_share([1.0], [True, False])
+    assert sparse_statistic(1.0, [1.0], [False]) == 0.0  # a duplicate term set
+    # an edit whose words all occur in some neighbour stays above the duplicate
+    assert sparse_statistic(0.8, [1.0, 1.0], [True, True]) > 0.0
+    # the same best Jaccard: the memory with more unseen rare terms is more novel
+    assert sparse_statistic(0.1, [5.0, 1.0], [False, True]) > sparse_statistic(0.1, [5.0, 1.0], [True, False])
+    assert in_unit(sparse_statistic(float("nan"), [1.0], [True]))
+
+
+def test_calibration_prior_is_the_identity():
+    for g in (0.0, 0.1, 0.5, 0.9, 1.0):
+        assert IDENTITY(g) == pytest.approx(min(max(g, 1e-6), 1 - 1e-6), abs=1e-9)
+        assert fit_calibration([])(g) == pytest.approx(IDENTITY(g), abs=1e-9)
+    assert calibrated(IDENTITY, float("nan")) == 1.0
+
+
+def test_calibration_centres_the_store_and_bounds_the_slope():
+    rng = np.random.default_rng(5)
+    loo = 1 / (1 + np.exp(-(0.3 + 0.35 * rng.logistic(size=400))))  # a store whose typical g is ~0.57
+    cal = fit_calibration(loo, prior_weight=4, slope_bounds=(1.0, 1.5))
+    assert cal.samples == 400
+    assert cal.location == pytest.approx(0.3, abs=0.05)
+    assert cal.slope == 1.5  # the fitted slope (~2.9) is bounded
+    scores = np.array([cal(g) for g in loo])
+    assert abs(np.median(scores) - 0.5) < 0.05  # the store's typical memory scores 0.5
+    assert cal(0.0) < 1e-6 and cal(1.0) > 1 - 1e-6
+    assert 0.0 < cal(0.05) < cal(0.2) < cal(0.57) < cal(0.9) < 1.0  # spread, not saturated
+
+
+def test_calibration_shrinks_toward_the_prior_with_few_samples():
+    few = fit_calibration([0.8] * 3, prior_weight=4)  # logit 0.8 = 1.386
+    many = fit_calibration([0.8] * 300, prior_weight=4)
+    assert 0 < few.location < many.location == pytest.approx(logit(0.8), rel=0.02)
+    assert few.location == pytest.approx(3 * logit(0.8) / 7)
+    with pytest.raises(ValueError):
+        fit_calibration([0.5], slope_bounds=(2.0, 1.0))
+
+
+@FEW
+@given(st.lists(st.floats(0, 1), min_size=0, max_size=20), st.floats(0, 1), st.floats(0, 1))
+def test_calibrated_novelty_in_unit_and_monotone(loo, a, b):
+    cal = fit_calibration(loo)
+    lo, hi = sorted((a, b))
+    assert in_unit(cal(lo)) and in_unit(cal(hi)) and cal(lo) <= cal(hi)
+    assert isinstance(cal, Calibration)
+
+
+def test_hybrid_geometric():
+    assert hybrid_geometric(0.0, 0.9) == 0.0 and hybrid_geometric(0.25, 1.0) == pytest.approx(0.5)
+    assert hybrid_geometric(float("nan"), 1.0) == 1.0 and in_unit(hybrid_geometric(2.0, -1.0))
+
+
+# --- the whole method on generated data: topics as clusters on the sphere ----------------------------------------
+
+
+def _sphere(rng, n, d):
+    x = rng.normal(size=(n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _unit_rows(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _delta_s(store, x, k=5, loo_n=48, seed=0):
+    """The E1 method by brute force: cosine local statistic, calibrated on leave-one-out stored memories."""
+    def stat(v, others):
+        return local_statistic(np.clip(1.0 - others @ v, 0.0, 1.0), k)
+
+    idx = np.random.default_rng(seed).choice(len(store), min(loo_n, len(store)), replace=False)
+    cal = fit_calibration([stat(store[i], np.delete(store, i, axis=0)) for i in idx])
+    return cal(stat(x, store))
+
+
+@pytest.mark.parametrize("n", [5, 50, 500, 3000])
+def test_generated_topics_order_from_five_memories_to_thousands(n):
+    """Memories are topic centres plus noise; probes: an exact duplicate, a light edit (a little noise), a
+    paraphrase (more noise), a new point of a stored topic, a point of an unstored topic. ΔS orders them and
+    spreads over [0, 1] at every store size, with the scored memory never part of its own neighbours."""
+    rng = np.random.default_rng(n)
+    d, topics = 64, max(2, min(40, n // 5))
+    centres = _sphere(rng, topics + 1, d)
+    labels = rng.integers(0, topics, size=n)
+    store = _unit_rows(centres[labels] + 0.12 * rng.normal(size=(n, d)))
+    base = store[0]
+    probes = {
+        "duplicate": base,
+        "edit": _unit_rows(base + 0.01 * rng.normal(size=d)),
+        "paraphrase": _unit_rows(base + 0.04 * rng.normal(size=d)),
+        "new": _unit_rows(centres[labels[0]] + 0.12 * rng.normal(size=d)),
+        "unrelated": _unit_rows(centres[topics] + 0.12 * rng.normal(size=d)),
+    }
+    scores = {kind: _delta_s(store, v) for kind, v in probes.items()}
+    values = list(scores.values())
+    assert all(in_unit(v) for v in values)
+    assert values == sorted(values) and len(set(values)) == 5, scores
+    assert scores["duplicate"] < 1e-3 and scores["unrelated"] > 0.7 and 0.2 < scores["new"] < 0.8, scores

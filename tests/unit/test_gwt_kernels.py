@@ -4,9 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextgraph.constitution import constitution
-from contextgraph.gwt import binding, consciousness as cs
+from contextgraph.gwt import binding
+from contextgraph.gwt import consciousness as cs
 from contextgraph.utl import delta_c as dc
 
 STATES = constitution()["gwt"]["consciousness_states"]
@@ -118,3 +121,94 @@ def test_cluster_fit_from_distances():
     assert dc.cluster_fit_from_distances([0.2, 0.2], [0.8]) == pytest.approx((0.75 + 1) / 2)
     assert dc.cluster_fit_from_distances([], [0.5]) == 0.5 and dc.cluster_fit_from_distances([0.1], []) == 0.5
     assert dc.cluster_fit_from_distances([float("nan")], [0.3]) == 0.5
+
+
+# --- ClusterFit against clusters of stored memories (issue 11.2) ---------------------------------------------------
+
+
+def _blobs(rng, per, d=16, spread=0.1, k=3):
+    centres = rng.normal(size=(k, d))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    x = np.repeat(centres, per, axis=0) + spread * rng.normal(size=(k * per, d))
+    return centres, x, np.repeat(np.arange(k), per)
+
+
+def test_cluster_count_rule():
+    assert [dc.cluster_count(n) for n in (0, 3, 4, 8, 50, 200, 10_000)] == [0, 0, 2, 2, 5, 10, 24]
+    assert dc.cluster_count(100_000, hi=32) == 32
+
+
+def test_spherical_kmeans_recovers_separated_clusters():
+    rng = np.random.default_rng(0)
+    _centres, x, truth = _blobs(rng, 30)
+    found, labels = dc.spherical_kmeans(x, 3, seed=1)
+    assert np.allclose(np.linalg.norm(found, axis=1), 1.0)
+    # each found cluster is exactly one true cluster
+    for j in range(3):
+        assert len(set(truth[labels == j])) == 1
+    again, labels_again = dc.spherical_kmeans(x, 3, seed=1)
+    assert np.array_equal(labels, labels_again) and np.allclose(found, again)  # deterministic
+    _, one = dc.spherical_kmeans(x[:2], 5)
+    assert one.max() <= 1  # k capped at the number of rows
+
+
+def test_prototypes_are_the_members_nearest_the_centroid():
+    rng = np.random.default_rng(1)
+    _, x, _ = _blobs(rng, 10)
+    centroids, labels = dc.spherical_kmeans(x, 3, seed=0)
+    protos = dc.prototypes(x, centroids, labels, 4)
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    for j, p in enumerate(protos):
+        members = np.flatnonzero(labels == j)
+        assert len(p) == min(4, members.size) and set(p) <= set(members)
+        sims = u[members] @ centroids[j]
+        assert np.min(u[p] @ centroids[j]) >= np.sort(sims)[-len(p)] - 1e-12
+
+
+def test_separations_against_a_naive_loop():
+    rng = np.random.default_rng(2)
+    dist = rng.uniform(0, 1, size=(7, 7))
+    groups = [[0, 1, 2], [3, 4], [5, 6]]
+    got = dc.separations(dist, groups)
+    for j, own in enumerate(groups):
+        per = [min(np.mean([dist[i, m] for m in g]) for c, g in enumerate(groups) if c != j) for i in own]
+        assert got[j] == pytest.approx(np.mean(per))
+    assert np.isnan(dc.separations(dist[:2, :2], [[0, 1]])[0])  # one cluster: no b
+
+
+def test_cluster_silhouette_members_score_above_and_outsiders_below_one_half():
+    """The issue's bar: ClusterFit is no longer ≥ 0.5 by construction; content far from every cluster scores
+    below 0.5, a member of a tight cluster well above it."""
+    rng = np.random.default_rng(3)
+    centres, x, truth = _blobs(rng, 20, spread=0.08)
+    groups = [list(np.flatnonzero(truth == j)[:4]) for j in range(3)]
+    flat = [i for g in groups for i in g]
+    cos = 1.0 - (x / np.linalg.norm(x, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
+    sep = dc.separations(cos[np.ix_(flat, flat)], [list(range(4 * j, 4 * j + 4)) for j in range(3)])
+
+    def fit(v):
+        v = v / np.linalg.norm(v)
+        d = [1.0 - (x[g] / np.linalg.norm(x[g], axis=1, keepdims=True)) @ v for g in groups]
+        return dc.cluster_silhouette(d, sep)
+
+    member = centres[0] + 0.08 * rng.normal(size=16)
+    outsider = rng.normal(size=16)
+    outsider -= sum((outsider @ c) * c for c in centres)  # orthogonal to every topic
+    assert fit(member) > 0.7
+    assert fit(outsider) < 0.5
+    assert dc.cluster_silhouette([], []) == 0.5 and dc.cluster_silhouette([[0.1]], [float("nan")]) == 0.5
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 2), min_size=0, max_size=4), min_size=0, max_size=4),
+       st.lists(st.floats(0, 2), min_size=4, max_size=4))
+def test_cluster_silhouette_in_unit(distances, separation):
+    assert 0.0 <= dc.cluster_silhouette(distances, separation[: len(distances)]) <= 1.0
+
+
+def test_graded_connectivity():
+    assert dc.graded_connectivity([1.0, 0.55, 0.1], 0.1) == pytest.approx((1.0 + 0.5 + 0.0) / 3)
+    assert dc.graded_connectivity([], 0.2) == 0.0
+    assert dc.graded_connectivity([0.05, 0.1], 0.1) == 0.0  # no closer than unrelated memories
+    assert dc.graded_connectivity([float("nan"), 1.0], float("nan")) == pytest.approx(0.5)
+    assert 0.0 <= dc.graded_connectivity([0.99], 1.0) <= 1.0

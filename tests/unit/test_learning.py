@@ -67,3 +67,28 @@ def test_normalised_falls_back_to_uniform():
 def test_lifecycle_stages(count, stage, ls, lc):
     got = lifecycle(count, STAGES)
     assert (got.stage, got.lambda_s, got.lambda_c) == (stage, ls, lc)
+
+
+# --- D19: φ is the memory's own binding spread, wₑ = 0.5 + importance -----------------------------------------------
+
+
+def test_binding_phase_spread():
+    from contextgraph.utl.learning import binding_phase_spread
+
+    assert binding_phase_spread([0.0] * 13) == pytest.approx(0.0, abs=1e-6)  # every space knows it
+    assert binding_phase_spread([1.0] * 13) == pytest.approx(0.0, abs=1e-6)  # every space finds it new
+    mixed = binding_phase_spread([0.0] * 6 + [1.0] * 7)  # the spaces disagree: r = 1/13
+    assert mixed == pytest.approx(math.sqrt(-2 * math.log(1 / 13)))
+    partly = binding_phase_spread([0.2] * 10 + [0.9] * 3)
+    assert 0.0 < partly < mixed
+    assert binding_phase_spread([]) == 0.0
+    assert 0.0 <= binding_phase_spread([float("nan"), 0.3]) <= math.pi
+    assert binding_phase_spread([0.0, 1.0]) == pytest.approx(math.pi)  # opposite phases: r = 0
+
+
+def test_emotional_weight_from_importance():
+    from contextgraph.utl.learning import emotional_weight
+
+    assert emotional_weight(0.5) == 1.0 and emotional_weight(0.0) == 0.5 and emotional_weight(1.0) == 1.5
+    assert emotional_weight(None, 1.2) == 1.2 and emotional_weight(float("nan"), 0.9) == 0.9
+    assert emotional_weight(7.0) == 1.5
