@@ -42,6 +42,10 @@ class Settings:
     sse_grace_seconds: float = field(default_factory=lambda: _transport("sse_reconnect_grace_seconds"))
     allowed_hosts: tuple[str, ...] = ()  # Host values accepted beyond loopback names and the bind host
     allowed_origins: tuple[str, ...] = ()  # Origin values accepted beyond http(s)://<allowed host>
+    # Streamable HTTP sessions a client opened and never closed: reaped after this long with no request in
+    # flight, and at most this many open (the longest idle one makes room for a new one).
+    http_session_idle_seconds: float = field(default_factory=lambda: _transport("http_session_idle_seconds"))
+    http_max_sessions: int = field(default_factory=lambda: _transport("http_max_sessions"))
 
     @property
     def models_dir(self) -> Path:
@@ -51,7 +55,8 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """CONTEXTGRAPH_HOME, CONTEXTGRAPH_PROFILE, CONTEXTGRAPH_LOG_LEVEL, CONTEXTGRAPH_HOST, CONTEXTGRAPH_PORT,
         CONTEXTGRAPH_HTTP_PORT, CONTEXTGRAPH_TOKEN, CONTEXTGRAPH_SSE_HEARTBEAT, CONTEXTGRAPH_SSE_GRACE,
-        CONTEXTGRAPH_ALLOWED_HOSTS, CONTEXTGRAPH_ALLOWED_ORIGINS (comma lists) and the model settings; keyword
+        CONTEXTGRAPH_HTTP_SESSION_IDLE, CONTEXTGRAPH_HTTP_MAX_SESSIONS, CONTEXTGRAPH_ALLOWED_HOSTS,
+        CONTEXTGRAPH_ALLOWED_ORIGINS (comma lists) and the model settings; keyword
         overrides (CLI flags) win when not None."""
         env = os.environ if environ is None else environ
         server = constitution()["server"]
@@ -73,6 +78,9 @@ class Settings:
             sse_heartbeat_seconds=_number(env, "CONTEXTGRAPH_SSE_HEARTBEAT", float, transport["sse_heartbeat_seconds"]),
             sse_grace_seconds=_number(env, "CONTEXTGRAPH_SSE_GRACE", float,
                                       transport["sse_reconnect_grace_seconds"]),
+            http_session_idle_seconds=_number(env, "CONTEXTGRAPH_HTTP_SESSION_IDLE", float,
+                                              transport["http_session_idle_seconds"]),
+            http_max_sessions=_number(env, "CONTEXTGRAPH_HTTP_MAX_SESSIONS", int, transport["http_max_sessions"]),
             allowed_hosts=_words(env.get("CONTEXTGRAPH_ALLOWED_HOSTS")),
             allowed_origins=_words(env.get("CONTEXTGRAPH_ALLOWED_ORIGINS")),
         )
@@ -95,6 +103,9 @@ class Settings:
                 raise SettingsError(f"{name} must be between 0 and 65535, got {getattr(self, name)}")
         if self.sse_heartbeat_seconds <= 0 or self.sse_grace_seconds < 0:
             raise SettingsError("the SSE heartbeat must be positive and the reconnect grace not negative")
+        if not 0 < self.http_session_idle_seconds < float("inf") or self.http_max_sessions < 1:
+            raise SettingsError("the HTTP session idle time must be a positive number of seconds and the session "
+                                "limit at least 1")
 
 
 def _transport(key: str):

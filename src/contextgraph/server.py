@@ -46,16 +46,26 @@ class ContextGraphServer(Server):
         )
 
 
+# Where transports/client_identity.py puts a discover-era HTTP request's client identity in the ASGI scope.
+CLIENT_SCOPE_KEY = "contextgraph.client"
+
+
 def session_key(ctx: ServerRequestContext) -> str:
-    """Which session a call belongs to (temporary_scratchpad is per session).
+    """Which session a call belongs to (temporary_scratchpad, get_recent_context(session_only)).
 
     The SDK builds a fresh ServerSession (and, in the 2026 discover era, a fresh Connection) for every request,
-    so neither identifies a client. What lives as long as the client's stream is the connection's outbound
-    channel; the HTTP session id, when the transport has one, wins. (mcp 2.3 exposes the connection only as
-    the private `ServerSession._connection`; the fallback keeps a request working if that ever moves.)"""
+    so neither identifies a client. In order: the HTTP session id (handshake-era Streamable HTTP); the client
+    identity of a discover-era HTTP request (its cookie; over HTTP every such request's connection shares one
+    "no channel" sentinel, so the fallback below would put every client in one session); else what lives as
+    long as the client's stream, the connection's outbound channel (stdio, TCP, SSE). (mcp 2.3 exposes the
+    connection only as the private `ServerSession._connection`; the last fallback keeps a request working if
+    that ever moves.)"""
     headers = getattr(ctx.request, "headers", None)
     if headers is not None and headers.get("mcp-session-id"):
         return f"http:{headers['mcp-session-id']}"
+    scope = getattr(ctx.request, "scope", None)
+    if isinstance(scope, dict) and scope.get(CLIENT_SCOPE_KEY):
+        return f"client:{scope[CLIENT_SCOPE_KEY]}"
     connection = getattr(ctx.session, "_connection", None)
     channel = getattr(connection, "outbound", None)
     return f"conn:{id(channel if channel is not None else ctx.session):x}"

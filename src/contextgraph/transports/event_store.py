@@ -19,6 +19,10 @@ from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import JSONRPCMessage
 
+from contextgraph.log import get_logger
+
+_log = get_logger("server")
+
 
 @dataclass(frozen=True, slots=True)
 class _Event:
@@ -97,15 +101,22 @@ class InMemoryEventStore(EventStore):
 
 
 class SessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager, with one event-store view per session.
+    """The SDK's session manager, with one event-store view per session, and room made at the session limit.
 
     mcp 2.3 creates every session's transport with the manager's one store; this swaps in the session's own
-    view as the session is admitted and drops it as the session is discarded. (Both hooks are the manager's
-    private methods; tests/e2e/transports pin the behaviour, so an SDK change that moves them fails loudly.)"""
+    view as the session is admitted and drops it as the session is discarded.
+
+    At `max_sessions` the SDK answers every new client 503 until a session ends, so sessions that clients
+    abandoned (no DELETE) lock new clients out for up to the idle timeout. Here the session idle the longest
+    (no request in flight, no open stream) is closed to make room, exactly as its idle timeout would close it;
+    only when every session is busy does a new client get the 503. (The hooks and the transports' idle state
+    are the SDK's private members; tests/e2e/transports pin the behaviour, so an SDK change fails loudly.)"""
 
     event_store: InMemoryEventStore | None
 
     def _admit_session(self, requestor: Any) -> Any:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            self._evict_longest_idle()
         transport = super()._admit_session(requestor)
         if transport is not None and self.event_store is not None:
             transport._event_store = self.event_store.for_session(transport.mcp_session_id)
@@ -115,6 +126,17 @@ class SessionManager(StreamableHTTPSessionManager):
         await super()._discard_session(session_id, transport)
         if self.event_store is not None:
             self.event_store.forget(session_id)
+
+    def _evict_longest_idle(self) -> None:
+        idle = [(transport.idle_scope.deadline, session_id) for session_id, transport in self._server_instances.items()
+                if transport.idle_scope is not None and not transport._requests_in_flight]
+        if not idle:
+            return
+        _, session_id = min(idle)
+        transport = self._server_instances.pop(session_id)  # room now; the session's task discards the rest
+        self._session_owners.pop(session_id, None)
+        _log.info("http session evicted to make room", session=session_id, open=len(self._server_instances))
+        transport.idle_scope.cancel()  # ends the session's loop the way its idle timeout would
 
     @property
     def open_sessions(self) -> int:

@@ -1,7 +1,9 @@
 """HTTP (Starlette, served by uvicorn): every endpoint over the same Server and App.
 
 * `/mcp`: Streamable HTTP (the SDK's session manager), resumable: an in-memory event store per session
-  replays what a dropped stream missed when the client reconnects with `Last-Event-ID`.
+  replays what a dropped stream missed when the client reconnects with `Last-Event-ID`. Idle sessions are
+  reaped and their number bounded (event_store.SessionManager); discover-era (2026-07-28) requests, which
+  have no session, get a client identity of their own (client_identity.py).
 * `/sse` + `/messages/`: the legacy HTTP+SSE transport for 2024-11-05 clients, with heartbeats and sessions
   that survive a dropped stream (transports/sse.py).
 * `/health`: liveness and a few counters.
@@ -28,6 +30,7 @@ from contextgraph import __version__
 from contextgraph.app import App
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import AsgiEndpoint
+from contextgraph.transports.client_identity import ClientIdentity
 from contextgraph.transports.event_store import InMemoryEventStore, SessionManager
 from contextgraph.transports.http_envelope import EnvelopeGuard
 from contextgraph.transports.security import HostRules, HttpGuard
@@ -48,13 +51,14 @@ class HttpService:
             app=server,
             event_store=self.event_store,
             retry_interval=int(c.get("transport.http_retry_ms")),
-            session_idle_timeout=float(c.get("transport.http_session_idle_seconds")),
+            session_idle_timeout=app.settings.http_session_idle_seconds,
+            max_sessions=app.settings.http_max_sessions,
             max_request_body_size=self.max_body,
             security_settings=None,  # Host/Origin are checked for every endpoint by HttpGuard
         )
         self.sse = SseSessions(app, server)
         self._extra_health = extra_health
-        mcp_endpoint = StreamableHTTPASGIApp(self.manager)
+        mcp_endpoint = ClientIdentity(StreamableHTTPASGIApp(self.manager))  # discover-era clients apart
         stream, post = AsgiEndpoint(self.sse.stream_endpoint), AsgiEndpoint(self.sse.post_endpoint)
         starlette = Starlette(
             routes=[
