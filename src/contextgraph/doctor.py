@@ -115,7 +115,7 @@ def check_indexes(home: Path) -> Check:
                 problems = saved_set_problems(directory, store)
         else:
             problems = saved_set_problems(directory)
-    except Exception as exc:  # noqa: BLE001 - report, never crash (the store check says what is wrong there)
+    except Exception as exc:  # report, never crash (the store check says what is wrong there)
         problems = [f"{type(exc).__name__}: {exc}"]
     if problems:
         return Check("indexes", False, f"{directory}: {'; '.join(problems)}" + leftover_note,

@@ -279,7 +279,7 @@ class IndexSet:
                 problem = exc
             # A cache: whatever fails to load (a truncated zip, a short hnsw graph, bad JSON) is rebuilt from
             # the store, never fatal; numpy, zipfile, zlib, hnswlib and json each fail their own way.
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problem = exc
         else:
             _log.warning("saved indexes unreadable; rebuilding them from the store", directory=str(directory),
@@ -363,13 +363,13 @@ def saved_set_problems(directory: Path | str, store: MemoryStore | None = None) 
         if manifest.get("version") != MANIFEST_VERSION:
             return [f"manifest version {manifest.get('version')!r}, this version reads {MANIFEST_VERSION}"]
         entries = list(manifest["spaces"].values())
-    except Exception as exc:  # noqa: BLE001 - reported, like every other way a saved set can be broken
+    except Exception as exc:  # reported, like every other way a saved set can be broken
         return [str(exc) if isinstance(exc, UnreadableIndex) else f"manifest.json: {type(exc).__name__}: {exc}"]
     problems = []
     for entry in entries:
         try:
             _load_entry(directory, entry, None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             problems.append(str(exc) if isinstance(exc, UnreadableIndex) else f"{type(exc).__name__}: {exc}")
     if store is not None and manifest.get("store_id") != getattr(store, "store_id", None):
         problems.append("the saved indexes belong to another store")

@@ -134,5 +134,6 @@ def test_which_leftovers_are_stale(home):
 
 def test_reindex_removes_leftovers_too(home):
     gone = _leftover(home, "tmp", _dead_pid())
-    sizes = reindex(home, stream=open(os.devnull, "w"))  # noqa: SIM115 - closed with the process
+    with open(os.devnull, "w") as progress:
+        sizes = reindex(home, stream=progress)
     assert set(sizes.values()) == {12} and not gone.exists()
