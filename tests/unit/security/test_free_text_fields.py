@@ -18,13 +18,9 @@ from contextgraph.security.free_text import (
     redact_arguments,
     report_redactions,
 )
+from contextgraph.tools.catalog import CATEGORY_MODULES
 
-try:  # the catalogue of category modules (tools/catalog.py; tools/registry.py before it moved)
-    from contextgraph.tools.catalog import CATEGORY_MODULES
-except ImportError:
-    from contextgraph.tools.registry import CATEGORY_MODULES
-
-# String arguments that are matched exactly, not read: ids, hashes, tool names, times. Redacting one would only
+# String arguments that are matched exactly, not read: ids, hashes, tool names. Redacting one would only
 # break the lookup it is for. Anything else that takes a string is free text and must carry the marker.
 IDENTIFIERS = {"node_id", "memory_id", "source_id", "target_id", "vertex_id", "source_node_ids", "link_to",
                "session_id", "citation_tag", "reversal_hash", "name", "names"}
