@@ -1,0 +1,118 @@
+"""Engine signals on real text (issue 11): the real MiniLM pipeline, a real store (LMDB and indexes in a temp dir)
+and services.delta_sc scoring probes against it without storing them.
+
+The ordering SPEC §8 asks of every content space: exact duplicate < light edit < paraphrase < new fact on a
+stored topic < unrelated topic, with ΔS in [0, 1] and no NaN; ClusterFit below 0.5 for unrelated content; the
+learning score higher for a new fact on a known topic than for a duplicate or an unrelated text (D19). Texts:
+tests/unit/novelty_corpus.py (six topics); the scripted session in benchmarks/ checks other sentences."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from contextgraph import log
+from contextgraph.app import build_services
+from contextgraph.constitution import constitution
+from contextgraph.embedders.pipeline import Draft
+from contextgraph.fingerprint import SPACES
+from contextgraph.services.memory_payloads import NewMemory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+import novelty_corpus as nc  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+KINDS = nc.ORDER
+DENSE_CONTENT = (1, 5, 7, 8, 10, 11, 12)  # semantic spaces: the ordering holds topic by topic
+LEXICAL = (6, 9, 13)  # term/bit spaces: a paraphrase that reuses the words is lexically an edit
+TIME = (2, 3, 4)
+
+
+async def _scored(settings, stored: list[str], probes: dict) -> tuple[dict, object]:
+    services = build_services(settings, constitution(), log.LogRing(100))
+    services.storage.open()
+    try:
+        pipeline = await services.perception.pipeline()
+        for text in stored:
+            await services.memory.store(NewMemory(text, "a memory for the novelty tests"))
+        handle = services.storage
+        computer = handle.delta_sc
+        by_space = {e.space: e for e in pipeline.embedders}
+        computer.model(handle.store, handle.indexes, by_space)  # the caller's quick fit …
+        computer.wait()
+        computer.model(handle.store, handle.indexes, by_space)  # … then the full one, in the background
+        computer.wait()
+        keys = list(probes)
+        fps = pipeline.embed([Draft(probes[k], timestamp=time.time()) for k in keys])
+        history = [0.45, 0.5, 0.55, 0.5]
+        return {k: computer.compute(handle.store, handle.indexes, pipeline.embedders, fp,
+                                    coherence_history=history) for k, fp in zip(keys, fps)}, computer
+    finally:
+        services.close()
+
+
+def _all_probes() -> dict:
+    probes = {(t, kind): text for t in nc.TOPICS for kind, text in nc.probes(t).items()}
+    probes.update({("unrelated", i): u for i, u in enumerate(nc.UNRELATED)})
+    return probes
+
+
+def _median(results: dict, kind: str, f) -> float:
+    if kind == "unrelated":
+        return float(np.median([f(r) for (t, _), r in results.items() if t == "unrelated"]))
+    return float(np.median([f(results[(t, kind)]) for t in nc.TOPICS]))
+
+
+async def test_every_content_space_orders_real_text(settings):
+    results, _ = await _scored(settings, nc.stored(), _all_probes())
+    for r in results.values():
+        for v in (*r.delta_s, *r.delta_c, r.learning_score, r.predicted_learning_score, r.entropy, r.coherence):
+            assert math.isfinite(v) and 0.0 <= v <= 1.0
+    for space in SPACES:
+        i = space.id - 1
+        if space.id in TIME:
+            continue
+        medians = [_median(results, kind, lambda r, i=i: r.delta_s[i]) for kind in KINDS]
+        assert medians == sorted(medians) and len(set(medians)) == 5, (space.name, medians)
+        assert medians[0] < 0.01 and medians[3] > 0.2, (space.name, medians)  # usable spread, not saturated
+        ordered = sum(all(a < b for a, b in zip(seq, seq[1:]))
+                      for seq in ([results[(t, k)].delta_s[i] for k in KINDS[:4]] for t in nc.TOPICS))
+        new_below = np.mean([results[(t, "new")].delta_s[i] < results[("unrelated", j)].delta_s[i]
+                             for t in nc.TOPICS for j in range(len(nc.UNRELATED))])
+        if space.id in DENSE_CONTENT:
+            assert ordered == len(nc.TOPICS) and new_below == 1.0, (space.name, ordered, new_below)
+            assert medians[4] > 0.7, (space.name, medians)
+        else:
+            assert ordered >= len(nc.TOPICS) - 2 and new_below >= 0.6, (space.name, ordered, new_below)
+
+
+async def test_cluster_fit_and_learning_score_on_real_text(settings):
+    results, _ = await _scored(settings, nc.stored(), _all_probes())
+    fit = {kind: _median(results, kind, lambda r: r.spaces[0].cluster_fit) for kind in KINDS}
+    assert fit["unrelated"] < 0.5 < fit["new"]  # far from every stored topic: below the border
+    coherence = {kind: _median(results, kind, lambda r: r.delta_c[0]) for kind in KINDS}
+    assert coherence["new"] > coherence["unrelated"] + 0.1
+    score = {kind: _median(results, kind, lambda r: r.learning_score) for kind in KINDS}
+    assert score["new"] > score["duplicate"] and score["new"] > score["unrelated"], score
+    assert all(results[(t, "new")].learning_score > results[(t, "duplicate")].learning_score for t in nc.TOPICS)
+    # φ is the memory's own spread (D19): a duplicate every space knows binds tighter than an unrelated text
+    assert _median(results, "duplicate", lambda r: r.phase_spread) < _median(results, "unrelated",
+                                                                             lambda r: r.phase_spread)
+
+
+async def test_five_memories_already_order(settings):
+    topic = nc.TOPICS["migrations"]
+    probes = {("migrations", kind): text for kind, text in nc.probes("migrations").items()}
+    probes[("unrelated", 0)] = nc.UNRELATED[0]
+    results, computer = await _scored(settings, list(topic["facts"]), probes)
+    for sid in (1, 5, 7, 10, 12):
+        seq = [results[("migrations", k)].delta_s[sid - 1] for k in KINDS[:4]] + [results[("unrelated", 0)]
+                                                                                .delta_s[sid - 1]]
+        assert seq == sorted(seq) and len(set(seq)) == 5, (sid, seq)
+        assert seq[0] < 0.01 and seq[-1] > 0.5
+    assert "calibrated on 5 leave-one-out memories" in results[("unrelated", 0)].spaces[0].method
