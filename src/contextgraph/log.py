@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 import structlog
+from structlog.typing import EventDict
 
 LEVELS: dict[str, int] = {"debug": 10, "info": 20, "warn": 30, "warning": 30, "error": 40, "critical": 50}
 
@@ -51,7 +52,7 @@ class _RingWriter:
     def __init__(self, ring: LogRing) -> None:
         self.ring = ring
 
-    def __call__(self, _logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, _logger: Any, method: str, event: EventDict) -> EventDict:
         entry = {k: v for k, v in event.items() if k not in ("exc_info", "stack_info")}
         entry["level"] = level_name(entry.get("level", method))
         exc = event.get("exc_info")
@@ -70,7 +71,7 @@ class _DropBelow:
     def __init__(self, level: str) -> None:
         self.floor = LEVELS[level]
 
-    def __call__(self, _logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, _logger: Any, method: str, event: EventDict) -> EventDict:
         if LEVELS.get(method, 20) < self.floor:
             raise structlog.DropEvent
         return event

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from contextgraph.fingerprint import Kind, Vector
+from contextgraph.fingerprint import Kind, Sparse
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,19 +44,25 @@ class MemoryInput:
         return self.encoded.text
 
 
+# The kind of vector one embedder makes and compares (a dense array, a Sparse, packed bits, a token matrix).
+# Each space's embedder takes and returns its own kind only, so the protocol is generic over it: a collection
+# of embedders of different spaces is Sequence[Embedder[Any]].
+V = TypeVar("V", np.ndarray, Sparse)
+
+
 @runtime_checkable
-class Embedder(Protocol):
+class Embedder(Protocol[V]):
     space: int  # 1..13
     name: str  # SPACES[space - 1].name
     dim: int
     kind: Kind
     method: str  # the model or method actually in use, for get_graph_manifest
 
-    def embed_batch(self, items: Sequence[MemoryInput]) -> list[Vector]:
+    def embed_batch(self, items: Sequence[MemoryInput]) -> list[V]:
         """One vector per item, of this embedder's kind and dim; deterministic for equal inputs."""
         ...
 
-    def similarity(self, query: Vector, docs: Sequence[Vector]) -> np.ndarray:
+    def similarity(self, query: V, docs: Sequence[V]) -> np.ndarray:
         """float32 [len(docs)] scores of query against each doc in this space's own measure (higher = closer)."""
         ...
 

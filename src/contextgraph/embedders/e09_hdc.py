@@ -60,7 +60,7 @@ def hypervector(text: str) -> np.ndarray:
     n = len(chars) - N_GRAM + 1
     # trigram i = ρ²(cᵢ) ⊕ ρ(cᵢ₊₁) ⊕ cᵢ₊₂
     trigrams = letters[:n, 2] ^ letters[1 : n + 1, 1] ^ letters[2 : n + 2, 0]
-    counts = np.add.reduce(np.unpackbits(trigrams, axis=1), axis=0, dtype=np.uint32)
+    counts = np.add.reduce(np.unpackbits(np.asarray(trigrams, dtype=np.uint8), axis=1), axis=0, dtype=np.uint32)
     return _majority(counts, np.full(HYPER_BITS, n), _TIE_FULL)
 
 

@@ -44,16 +44,17 @@ class ModelInfo:
     @classmethod
     def read(cls, model_dir: Path) -> ModelInfo:
         model_dir = Path(model_dir).resolve()
-        modules = _read_json(model_dir / "modules.json", default=[])
-        transformer_dir = model_dir / _module_path(modules, "Transformer", default="")
-        config = _read_json(transformer_dir / "config.json")
+        modules: list[dict] = _read_json(model_dir / "modules.json", default=[]) or []
+        transformer_dir = model_dir / (_module_path(modules, "Transformer", default="") or "")
+        config: dict | None = _read_json(transformer_dir / "config.json")
         if config is None:
             raise FileNotFoundError(f"{transformer_dir / 'config.json'} not found: not a model directory")
-        st_config = _read_json(transformer_dir / "sentence_bert_config.json", default=None) or _read_json(
-            model_dir / "sentence_bert_config.json", default={}
-        )
+        st_config: dict = (_read_json(transformer_dir / "sentence_bert_config.json", default=None)
+                           or _read_json(model_dir / "sentence_bert_config.json", default={}) or {})
         pooling_dir = _module_path(modules, "Pooling", default=None)
-        pooling_config = _read_json(model_dir / pooling_dir / "config.json", default={}) if pooling_dir else {}
+        pooling_config: dict = {}
+        if pooling_dir:
+            pooling_config = _read_json(model_dir / pooling_dir / "config.json", default={}) or {}
         return cls(
             name=_model_name(model_dir),
             model_dir=model_dir,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from contextgraph.embedders.base import Backbone, Embedder
 from contextgraph.embedders.e01_semantic import SemanticEmbedder
 from contextgraph.embedders.e02_temporal_recent import TemporalRecentEmbedder
@@ -18,7 +20,7 @@ from contextgraph.embedders.e12_late_interaction import LateInteractionEmbedder
 from contextgraph.embedders.e13_splade import SpladeEmbedder
 
 
-def default_embedders(backbone: Backbone) -> tuple[Embedder, ...]:
+def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
     """E1..E13 with this project's offline defaults; index i holds space i + 1."""
     return (
         SemanticEmbedder(backbone),

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from contextgraph.constitution import Constitution
 from contextgraph.errors import ContextGraphError, InvalidParams, MissingRationale, ToolNotFound
 from contextgraph.log import get_logger
+from contextgraph.security.free_text import redact_arguments, report_redactions
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.registry import Registry
@@ -120,8 +121,6 @@ class Dispatcher:
         except ValidationError as exc:
             raise invalid_params(canonical, exc, registry.input_schemas[canonical]) from None
         # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (SPEC §10)
-        from contextgraph.security.free_text import redact_arguments, report_redactions
-
         args, redactions = redact_arguments(args)
         return canonical, report_redactions(await spec.handler(ctx, args), redactions)
 
