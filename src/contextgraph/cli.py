@@ -22,7 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--home", help="data directory (default $CONTEXTGRAPH_HOME or ~/.context-graph)")
         p.add_argument("--profile", choices=("all", "core"),
-                       help="tools listed at start: all, or core + curation + discovery (default $CONTEXTGRAPH_PROFILE or all)")
+                       help="tools listed at start: all, or core + curation + discovery (default "
+                            "$CONTEXTGRAPH_PROFILE or all)")
 
     def network(p: argparse.ArgumentParser) -> None:
         p.add_argument("--host", help="address to bind or reach (default $CONTEXTGRAPH_HOST or 127.0.0.1; a "
@@ -70,8 +71,11 @@ def _parser() -> argparse.ArgumentParser:
 
     hooks = commands.add_parser(
         "hooks", help="print (or install) a Claude Code hooks configuration",
-        description="Print the Claude Code hooks that keep ContextGraph up to date (SessionStart: relevant "
-                    "memories and the pulse; PostToolUse on Edit|Write|MultiEdit: store the change). With "
+        description="Print the Claude Code hooks that keep ContextGraph up to date (SessionStart: memories "
+                    "relevant to the project, and the pulse; UserPromptSubmit: memories relevant to the prompt; "
+                    "PostToolUse on Edit|Write|MultiEdit: store the change unless it is already stored). Hooks "
+                    "use a server running on TCP (contextgraph serve --transport tcp) when one answers: much "
+                    "faster than running in-process. With "
                     "--install, merge them into DIR/.claude/settings.json (default: the current directory), "
                     "showing the change and keeping every other setting.")
     hooks.add_argument("--install", nargs="?", const=".", metavar="DIR", help="project directory to install into")
@@ -89,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="check the installation and data directory",
                                  description="Check data directory, model availability and package versions; "
                                              "print what is missing and how to fix it.")
+    doctor.add_argument("--warm", action="store_true",
+                        help="also load the embedding model (exporting its ONNX graph into the shared model cache "
+                             "if needed: $CONTEXTGRAPH_MODEL_CACHE, else $XDG_CACHE_HOME/contextgraph/models or "
+                             "~/.cache/contextgraph/models), embed one text and report the times")
     common(doctor)
     return parser
 
@@ -196,7 +204,7 @@ def _call(args: argparse.Namespace) -> int:
     import json
 
     from contextgraph.shell import hooks
-    from contextgraph.shell.call import describe_failure, run_call
+    from contextgraph.shell.call import connect, describe_failure, run_call
 
     usage = 1 if args.hook else 2  # a hook must never exit 2: Claude Code would treat it as blocking
     try:
@@ -218,19 +226,22 @@ def _call(args: argparse.Namespace) -> int:
             return 1
         if not isinstance(event, dict):
             event = {}
-        arguments = hooks.hook_arguments(args.tool, event, arguments)
     settings = _settings(args)
     if args.log_level is None and settings.log_level in ("debug", "info"):
         settings = _settings(args, log_level="warn")
+    if args.hook:
+        with connect(settings) as caller:
+            done = hooks.run_hook(caller, args.tool, event, arguments)
+        if done.failure is not None:
+            print(describe_failure(args.tool, done.failure), file=sys.stderr)
+            return 1
+        if done.output is not None:
+            print(json.dumps(done.output, ensure_ascii=False))
+        return 0
     result = run_call(settings, args.tool, arguments)
     if not result.ok:
         print(describe_failure(args.tool, result), file=sys.stderr)
         return 1
-    if args.hook:
-        output = hooks.hook_output(args.tool, event, result.payload or {})
-        if output is not None:
-            print(json.dumps(output, ensure_ascii=False))
-        return 0
     print(json.dumps(result.payload, indent=2, ensure_ascii=False))
     return 0
 
@@ -293,7 +304,7 @@ def _reindex(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from contextgraph.doctor import report, run_checks
 
-    text, code = report(run_checks(_settings(args)))
+    text, code = report(run_checks(_settings(args), warm=args.warm))
     print(text)
     return code
 

@@ -92,7 +92,7 @@ class _ClientLogs:
             self.levels.popitem(last=False)
         return types.EmptyResult()
 
-    async def report(self, ctx: ServerRequestContext, level: str, data: dict[str, Any]) -> None:
+    async def report(self, ctx: ServerRequestContext, level: types.LoggingLevel, data: dict[str, Any]) -> None:
         if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
             if level not in allowed_log_levels(ctx.session.protocol_version, ctx.meta):
                 return
@@ -212,7 +212,8 @@ def _envelope_middleware(app: App):
             except MCPError as exc:
                 raise _with_pulse(exc, app) from None
             except ValidationError as exc:  # the SDK's own check of tools/call params (e.g. arguments not an object)
-                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                     for e in exc.errors(include_url=False))
                 invalid = app.constitution.error("INVALID_PARAMS")
                 raise _with_pulse(MCPError(invalid.code, f"Invalid tools/call params: {problems}",
                                            {"hint": invalid.hint}), app) from None

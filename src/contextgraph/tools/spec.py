@@ -52,10 +52,11 @@ class Args(BaseModel):
             if alternate in data:
                 value = data.pop(alternate)
                 if field in data and data[field] != value:
-                    raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
-                        type=PydanticCustomError("duplicate_argument", "'{alternate}' and '{field}' are the same "
-                                                 "argument; give one of them", {"alternate": alternate, "field": field}),
-                        loc=(alternate,), input=value)])
+                    duplicate = PydanticCustomError(
+                        "duplicate_argument", "'{alternate}' and '{field}' are the same argument; give one of them",
+                        {"alternate": alternate, "field": field})
+                    raise ValidationError.from_exception_data(
+                        cls.__name__, [InitErrorDetails(type=duplicate, loc=(alternate,), input=value)])
                 data[field] = value
         return data
 

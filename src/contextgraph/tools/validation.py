@@ -5,6 +5,7 @@ tool's JSON Schema. (Strict JSON typing of every argument lives in spec.Args.)""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError
@@ -64,7 +65,7 @@ def _constraints(prop: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _phrase(error: dict[str, Any], schema: dict[str, Any], allowed_fields: list[str]) -> str:
+def _phrase(error: Mapping[str, Any], schema: dict[str, Any], allowed_fields: list[str]) -> str:
     loc = ".".join(str(p) for p in error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":

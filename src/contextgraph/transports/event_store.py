@@ -118,7 +118,7 @@ class SessionManager(StreamableHTTPSessionManager):
         if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
             self._evict_longest_idle()
         transport = super()._admit_session(requestor)
-        if transport is not None and self.event_store is not None:
+        if transport is not None and self.event_store is not None and transport.mcp_session_id is not None:
             transport._event_store = self.event_store.for_session(transport.mcp_session_id)
         return transport
 
@@ -128,15 +128,15 @@ class SessionManager(StreamableHTTPSessionManager):
             self.event_store.forget(session_id)
 
     def _evict_longest_idle(self) -> None:
-        idle = [(transport.idle_scope.deadline, session_id) for session_id, transport in self._server_instances.items()
-                if transport.idle_scope is not None and not transport._requests_in_flight]
+        idle = [(scope.deadline, session_id, scope) for session_id, transport in self._server_instances.items()
+                if (scope := transport.idle_scope) is not None and not transport._requests_in_flight]
         if not idle:
             return
-        _, session_id = min(idle)
-        transport = self._server_instances.pop(session_id)  # room now; the session's task discards the rest
+        _, session_id, scope = min(idle, key=lambda entry: entry[:2])
+        self._server_instances.pop(session_id)  # room now; the session's task discards the rest
         self._session_owners.pop(session_id, None)
         _log.info("http session evicted to make room", session=session_id, open=len(self._server_instances))
-        transport.idle_scope.cancel()  # ends the session's loop the way its idle timeout would
+        scope.cancel()  # ends the session's loop the way its idle timeout would
 
     @property
     def open_sessions(self) -> int:

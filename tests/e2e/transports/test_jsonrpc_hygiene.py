@@ -96,7 +96,8 @@ def test_stdio_caps_a_line_like_tcp_and_checks_ids(tmp_path):
         {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
         request(3, "ping"),
     ], tmp_path)
-    too_large = next(a for a in answers if a.get("error", {}).get("code") == -32600 and "max_bytes" in a["error"]["data"])
+    too_large = next(a for a in answers
+                     if a.get("error", {}).get("code") == -32600 and "max_bytes" in a["error"]["data"])
     assert too_large["id"] is None and too_large["error"]["data"]["max_bytes"] == limit
     assert not any(a.get("id") == 2 for a in answers)  # the oversized ping was never parsed
     assert any(_invalid_request(a) for a in answers)

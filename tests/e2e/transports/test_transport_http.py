@@ -10,7 +10,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from transport_helpers import (
-    INIT, INITIALIZED, PULSE_FIELDS, SseEvents, http_base, list_changed_watch, request, serving, tool_call
+    INIT,
+    INITIALIZED,
+    PULSE_FIELDS,
+    SseEvents,
+    http_base,
+    list_changed_watch,
+    request,
+    serving,
+    tool_call,
 )
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,15 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from transport_helpers import (
-    INIT, INITIALIZED, PULSE_FIELDS, RawLines, list_changed_watch, request, serving, tcp_transport, tool_call
+    INIT,
+    INITIALIZED,
+    PULSE_FIELDS,
+    RawLines,
+    list_changed_watch,
+    request,
+    serving,
+    tcp_transport,
+    tool_call,
 )
 
 from contextgraph.config import SettingsError

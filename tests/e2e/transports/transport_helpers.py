@@ -15,8 +15,7 @@ from mcp.shared.message import SessionMessage
 
 from contextgraph.app import App
 from contextgraph.transports.network import Listening, serve_network
-from contextgraph.transports.wire import MessageTooLarge
-from contextgraph.transports.wire import read_lines
+from contextgraph.transports.wire import MessageTooLarge, read_lines
 
 INIT = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "pytest", "version": "1"}}
 PULSE_FIELDS = {"entropy", "coherence", "learning_score", "quadrant", "suggested_action"}
