@@ -33,7 +33,8 @@ class DenseIndex:
         self.ef_construction, self.ef_search = ef_construction, ef_search
         self._index = hnswlib.Index(space=space, dim=dim)
         self._index.init_index(
-            max_elements=max(capacity, 16), ef_construction=ef_construction, M=M, allow_replace_deleted=True
+            max_elements=max(capacity, 16), ef_construction=ef_construction, M=M,
+            allow_replace_deleted=True,  # pyright: ignore[reportCallIssue]  (hnswlib ≥ 0.7 has it; its stub lags)
         )
         self._index.set_ef(ef_search)
         self._state = np.zeros(1024, dtype=np.uint8)  # indexed by seq
@@ -127,7 +128,7 @@ class DenseIndex:
         self.ef_construction = meta["ef_construction"]
         self.ef_search = ef_search if ef_search is not None else meta["ef_search"]
         self._index = hnswlib.Index(space=self.space, dim=self.dim)
-        self._index.load_index(str(path), allow_replace_deleted=True)
+        self._index.load_index(str(path), allow_replace_deleted=True)  # pyright: ignore[reportCallIssue]  (as above)
         self._index.set_ef(self.ef_search)
         self._state = np.load(self._state_path(path))
         self._live = int(meta["live"])

@@ -138,8 +138,9 @@ class LmdbStore:
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        if getattr(self, "_env", None) is not None:  # absent when lmdb.open itself failed
-            self._env.close()
+        env = getattr(self, "_env", None)  # absent when lmdb.open itself failed
+        if env is not None:
+            env.close()
             self._env = None
         self._release()
 

@@ -35,7 +35,7 @@ class ProgressBar:
         self.stream.flush()
 
 
-def reindex(home: Path, stream: TextIO | None = None) -> dict[str, int]:
+def reindex(home: Path, stream: TextIO | None = None) -> dict[int, int]:
     """Rebuild the indexes of `home` from its store and save them; returns index sizes by space."""
     with LmdbStore(home / STORE_DIR) as store:
         save_dirs.remove_stale(home / INDEX_DIR)  # what killed saves left behind (a full set of files each)
