@@ -1,8 +1,9 @@
 """E13 splade: a SPLADE-shaped sparse vector over the tokenizer's own vocabulary (30,522 WordPiece ids for
-MiniLM), without a SPLADE model: the value of each non-special token id is log(1 + tf), tf its count in the
-text, read straight from the forward's token ids (no extra tokenisation). As with E6, idf is applied by the index
-at query time, so stored vectors never go stale as the store grows. Tokens past the backbone's truncation are
-not seen. Similarity is the sparse dot product. A real SPLADE model from a local directory is a future setting."""
+MiniLM), without a SPLADE model: the value of each non-special token id is its raw count in the text, read
+straight from the forward's token ids (no extra tokenisation). Like E6 it is BM25-scored by the index at query
+time (SPEC D21: saturation, length normalisation and idf from the live store), so stored vectors never go stale
+as the store grows. Tokens past the backbone's truncation are not seen. `similarity` (no index at hand) is the
+plain dot product of counts. A real SPLADE model from a local directory is a future setting."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from contextgraph.embedders.base import Backbone, MemoryInput
-from contextgraph.embedders.vectors import sparse_dot_scores, sparse_from_counts
+from contextgraph.embedders.e06_sparse import tf_vector
+from contextgraph.embedders.vectors import sparse_dot_scores
 from contextgraph.errors import EmbeddingError
 from contextgraph.fingerprint import SPACES, Kind, Sparse
 
@@ -27,13 +29,18 @@ class SpladeEmbedder:
             raise EmbeddingError(f"backbone {backbone.model_name} does not report its vocabulary size")
         self.dim = int(vocab_size)
         self.method = (
-            f"log(1+tf) of {backbone.model_name} WordPiece ids over its {self.dim}-token vocabulary "
-            "(idf at query time)"
+            f"term frequencies of {backbone.model_name} WordPiece ids over its {self.dim}-token vocabulary "
+            "(BM25 at query time)"
         )
+
+    @staticmethod
+    def from_ids(token_ids: np.ndarray) -> Sparse:
+        """The vector of non-special token ids (what `embed` reads from the forward)."""
+        return tf_vector(token_ids)
 
     def embed(self, item: MemoryInput) -> Sparse:
         encoded = item.encoded
-        return sparse_from_counts(encoded.token_ids[~encoded.special])
+        return self.from_ids(encoded.token_ids[~encoded.special])
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[Sparse]:
         return [self.embed(item) for item in items]

@@ -2,9 +2,15 @@
 
     S1  sparse pre-filter: top hits of the E13 and E6 inverted indexes
     S2  dense ANN: top hits of the E1 HNSW index
-    S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2
+    S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2, weighted per
+        query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
+        without E1's duplicate votes (E8/E10 where they rank like E1, SPEC D15), plus score-level fusion of the
+        normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
     S4  purpose-alignment filter — inactive until a north star exists (autonomous issue), and says so
     S5  E12 MaxSim rerank of the fused head
+
+E6 and E13 are BM25-scored by their indexes (SPEC D21) with the settings' k1/b. Every number here is a
+`retrieval:` setting of constitution.yaml, chosen by benchmarks/bench_retrieval_corpora.py on tune halves.
 
 Every stage is timed, and each candidate's rank in every space is kept for diagnostics
 (`include_breakdown`, later `debug_compare_retrieval`). Runs in a worker thread: no await inside.
@@ -20,7 +26,9 @@ from typing import Any
 import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint
-from contextgraph.retrieval.fusion import ranks, rrf
+from contextgraph.gwt.binding import rank_agreements
+from contextgraph.retrieval.fusion import fuse, ranks, rerank
+from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.storage.base import MemoryRecord
 
 SEMANTIC, SPARSE, HDC, LATE, SPLADE = 1, 6, 9, 12, 13
@@ -35,19 +43,39 @@ class RetrievalSettings:
     rerank_weight: float
     space_weights: Mapping[int, float]
     sparse_max_df: float = 1.0
+    bm25: Mapping[int, Mapping[str, float]] = field(default_factory=dict)  # space → {k1, b} (E6, E13)
+    score_weights: Mapping[int, float] = field(default_factory=dict)  # space → weight of its min-max score in S3
+    query_kinds: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # kind → space → multiplier
+    temporal_only_when_asked: bool = False
 
     @classmethod
     def from_constitution(cls, c: Any) -> RetrievalSettings:
         r = c["retrieval"]
+
+        def by_space(m: Any) -> dict[int, float]:
+            return {int(k): float(v) for k, v in (m or {}).items()}
+
         return cls(
             rrf_k=float(r["rrf_k"]),
             sparse_candidates=int(r["sparse_candidates"]),
             dense_candidates=int(r["dense_candidates"]),
             rerank_head=int(r["rerank_head"]),
             rerank_weight=float(r["rerank_weight"]),
-            space_weights={int(k): float(v) for k, v in r["space_weights"].items()},
+            space_weights=by_space(r["space_weights"]),
             sparse_max_df=float(r["sparse_max_df"]),
+            bm25={int(k): {"k1": float(v["k1"]), "b": float(v["b"])} for k, v in (r.get("bm25") or {}).items()},
+            score_weights=by_space(r.get("score_weights")),
+            query_kinds={str(k): by_space(v) for k, v in (r.get("query_kinds") or {}).items()},
+            temporal_only_when_asked=bool(r.get("temporal_only_when_asked", False)),
         )
+
+    def weights_for(self, query_text: str | None) -> dict[int, float]:
+        """The space weights for one query (its kind's multipliers; temporal spaces only when it asks about time).
+        No text (a caller with only the fingerprint): the base weights."""
+        if query_text is None:
+            return dict(self.space_weights)
+        return query_weights(dict(self.space_weights), classify(query_text),
+                             {k: dict(v) for k, v in self.query_kinds.items()}, self.temporal_only_when_asked)
 
 
 @dataclass
@@ -89,6 +117,7 @@ class Retriever:
         modality: str | None = None,
         exclude: frozenset[int] = frozenset(),
         causal_direction: str = "both",
+        query_text: str | None = None,
     ) -> Retrieval:
         s = self.settings
         timings: dict[str, float] = {}
@@ -97,7 +126,8 @@ class Retriever:
         # S1 + S2: candidate generation.
         candidates: dict[int, None] = {}
         for space in (SPLADE, SPARSE):
-            for seq, _ in self.indexes.search(space, query[space], s.sparse_candidates, s.sparse_max_df):
+            for seq, _ in self.indexes.search(space, query[space], s.sparse_candidates, s.sparse_max_df,
+                                              **s.bm25.get(space, {})):
                 candidates.setdefault(seq)
         lap("s1_sparse_prefilter")
         for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], s.dense_candidates):
@@ -110,7 +140,7 @@ class Retriever:
         fingerprints = self.store.fingerprints(seqs)
         read_ms = (time.perf_counter() - read_started) * 1000  # S3's first part: reading the candidates
         return self.rank(query, seqs, fingerprints, top_k, min_similarity=min_similarity, modality=modality,
-                         causal_direction=causal_direction, timings=timings, read_ms=read_ms)
+                         causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text)
 
     def rank(
         self,
@@ -124,6 +154,7 @@ class Retriever:
         causal_direction: str = "both",
         timings: dict[str, float] | None = None,
         read_ms: float = 0.0,
+        query_text: str | None = None,
     ) -> Retrieval:
         """Stages 3-5 over candidates already chosen and read (None: deleted since): the whole pipeline after
         candidate generation. inject_context calls it directly with the neighbourhood its UTL computation has
@@ -144,21 +175,16 @@ class Retriever:
         if not seqs:
             return Retrieval([], 0, timings, _STAGE4_INACTIVE)
         scores = self.space_scores(query, fingerprints, causal_direction)
+        weights = s.weights_for(query_text)
         space_ranks = {space: ranks(values) for space, values in scores.items()}
-        fused = rrf(space_ranks, s.space_weights, s.rrf_k)
+        fused = fuse(scores, weights, s.rrf_k, s.score_weights, space_ranks)
         lap("s3_rrf_fusion")
         timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
         lap("s4_alignment_filter")
 
         # S5: MaxSim rerank of the fused head.
-        order = np.argsort(-fused, kind="stable")
-        head = order[: max(s.rerank_head, top_k)]
-        final = fused[head] / fused[head].max()
-        if s.rerank_weight > 0:
-            maxsim = scores[LATE][head]
-            final = (1 - s.rerank_weight) * final + s.rerank_weight * maxsim
-        reranked = head[np.argsort(-final, kind="stable")]
-        final_by_index = dict(zip(head.tolist(), final.tolist()))
+        reranked, final = rerank(fused, scores[LATE], max(s.rerank_head, top_k), s.rerank_weight)
+        final_by_index = dict(zip(reranked.tolist(), final.tolist()))
         lap("s5_maxsim_rerank")
 
         found: list[Found] = []
@@ -181,15 +207,11 @@ class Retriever:
     @staticmethod
     def _agreements(scores: dict[int, np.ndarray], chosen: list[int]) -> np.ndarray:
         """[len(chosen), 13]: each chosen candidate's standing among all candidates in every space, in [0, 1]
-        (gwt.binding.rank_agreement, vectorised: a sorted copy of each space's scores and one search)."""
+        (gwt.binding.rank_agreements: the workspace's own measure, vectorised)."""
         out = np.ones((len(chosen), len(SPACES)))
         for column, space in enumerate(SPACES):
-            ref = np.nan_to_num(np.asarray(scores[space.id], dtype=np.float64), nan=-np.inf)
-            if ref.size <= 1 or not chosen:
-                continue
-            mine = ref[chosen]
-            below = np.searchsorted(np.sort(ref), mine, side="left")  # how many candidates score strictly less
-            out[:, column] = np.minimum(1.0, below / (ref.size - 1))
+            ref = np.asarray(scores[space.id], dtype=np.float64)
+            out[:, column] = rank_agreements(ref[chosen], ref)
         return out
 
     def space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
@@ -198,8 +220,9 @@ class Retriever:
             embedder = self.embedders[space.id]
             column = [fp[space.id] for fp in docs]
             if space.kind == "sparse":
-                # tf weights from the embedder, idf from the index's document frequencies (BM25-style)
-                scores[space.id] = self.indexes.score_sparse(space.id, query[space.id], column)
+                # BM25: term frequencies from the embedder, df and avgdl from the space's index
+                scores[space.id] = self.indexes.score_sparse(space.id, query[space.id], column,
+                                                             **self.settings.bm25.get(space.id, {}))
             elif space.id == 5:
                 scores[space.id] = embedder.similarity(query[space.id], column, direction=causal_direction)
             else:

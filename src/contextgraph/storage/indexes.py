@@ -1,7 +1,7 @@
 """One index per searchable space, kept in step with the store through its operation log.
 
     E1 E2 E3 E4 E5 E7 E8 E10 E11   DenseIndex (hnswlib); cosine, except E2 whose measure is the dot product
-    E6 E13                         SparseIndex (inverted, idf at query time)
+    E6 E13                         SparseIndex (inverted, BM25 at query time)
     E9                             BinaryIndex (exact Hamming)
     E12                            none: its token vectors stay in the store, fetched per candidate for rerank
 
@@ -82,10 +82,11 @@ class IndexSet:
 
     # --- queries -----------------------------------------------------------------------------------------------
 
-    def search(self, space: int, query: Vector, k: int, max_df: float = 1.0) -> list[tuple[int, float]]:
-        """(seq, score) best first; score is the space's similarity (cosine, dot, idf-weighted sparse dot,
-        1 − normalised Hamming). An index with nothing in it yet answers []. `max_df` (sparse spaces only):
-        see SparseIndex.search."""
+    def search(self, space: int, query: Vector, k: int, max_df: float = 1.0,
+               **bm25: float) -> list[tuple[int, float]]:
+        """(seq, score) best first; score is the space's similarity (cosine, dot, BM25, 1 − normalised Hamming).
+        An index with nothing in it yet answers []. `max_df` and `bm25` (k1, b; sparse spaces only): see
+        SparseIndex.search."""
         if space not in INDEXED_SPACES:
             raise ValueError(f"E{space} has no index (E12 is scored per candidate from the store)")
         if self.store is not None:
@@ -94,15 +95,15 @@ class IndexSet:
             index = self._indexes.get(space)
             if index is None:
                 return []
-            return index.search(query, k, max_df) if isinstance(index, SparseIndex) else index.search(query, k)
+            return index.search(query, k, max_df, **bm25) if isinstance(index, SparseIndex) else index.search(query, k)
 
-    def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse]) -> np.ndarray:
-        """float64 [len(docs)] scores of given documents, with the idf of this space's index."""
+    def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], **bm25: float) -> np.ndarray:
+        """float64 [len(docs)] BM25 scores of given documents, with this space's index statistics (df, avgdl)."""
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
         with self._lock.read():
             index = self._indexes.get(space) or SparseIndex()
-            return index.score(query, docs)
+            return index.score(query, docs, **bm25)
 
     def sizes(self) -> dict[int, int]:
         """Entries per space, after catching up (like a search): what the store holds, not what was applied."""

@@ -116,9 +116,13 @@ def _reference_scores(docs: dict[int, Sparse], query: Sparse, dim: int) -> dict[
     df = (m != 0).sum(axis=0)
     n = len(seqs)
     idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+    # BM25 (k1 1.2, b 0.75) over the query's distinct terms; a document's length is the sum of its frequencies
+    k1, b = 1.2, 0.75
+    dl = m.sum(axis=1, keepdims=True)
+    saturated = m * (k1 + 1) / (m + k1 * (1 - b + b * dl / dl.mean()))
     q = np.zeros(dim)
-    q[query.indices] = query.values
-    scores = m @ (q * idf)
+    q[query.indices] = 1.0
+    scores = saturated @ (q * idf)
     shares = (m[:, query.indices] != 0).any(axis=1)
     return {seq: float(s) for seq, s, ok in zip(seqs, scores, shares) if ok}
 

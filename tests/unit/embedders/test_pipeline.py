@@ -12,7 +12,8 @@ from contextgraph.embedders.validation import check_fingerprint
 from contextgraph.errors import DimensionMismatch, EmbeddingError, InvalidFingerprint, InvalidParams
 from contextgraph.fingerprint import SPACES, Sparse
 
-DIMS = {1: 384, 2: 512, 3: 512, 4: 512, 5: 768, 6: 32768, 7: 400, 8: 384, 9: 1024, 10: 390, 11: 384, 12: 128, 13: 30522}
+DIMS = {1: 384, 2: 512, 3: 512, 4: 512, 5: 768, 6: 262144, 7: 400, 8: 384, 9: 1024, 10: 390, 11: 384, 12: 128,
+        13: 30522}
 
 
 class CountingBackbone:
