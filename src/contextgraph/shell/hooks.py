@@ -3,14 +3,24 @@
 
 The hooks (Claude Code settings format: event → [{matcher, hooks: [{type: command, command, timeout}]}]):
 
-* **SessionStart** → `contextgraph call search_graph --hook`: searches the memory for the project (the
-  directory's name) and hands Claude the best matches and the cognitive pulse as additional context; and
-  `contextgraph call get_memetic_status --hook` (the seeds' session-start call): the memory's size and phase,
-  the UTL state with its suggested action, and the curation tasks waiting (duplicates, orphans, conflicts).
+* **SessionStart** → `contextgraph call search_graph --hook`: searches the memory for the project (its README's
+  title and first paragraph, the git branch and the latest commit subjects; the directory's name when there is
+  none of that) and hands Claude the matches above a relevance floor (`hooks.session_min_similarity`) with the
+  cognitive pulse; and `contextgraph call get_memetic_status --hook` (the seeds' session-start call): the
+  memory's size and phase, the UTL state with its suggested action, and the curation tasks waiting.
+* **UserPromptSubmit** → `contextgraph call search_graph --hook`: searches for the prompt and hands Claude the
+  few memories relevant to it (`hooks.prompt_min_similarity`); nothing for short prompts and slash commands.
 * **PostToolUse** on `Edit|Write|MultiEdit` → `contextgraph call inject_context --hook`: stores what changed
-  (file and new text, truncated) with a rationale, and hands Claude the related memories, if any.
+  (file and new text, truncated) with a rationale, and hands Claude the related memories, if any; an edit a
+  stored memory already says (E1 similarity ≥ `hooks.duplicate_similarity`: the same edit again, or nearly) is
+  not stored twice.
 * **SessionEnd** is not emitted: consolidation (`trigger_consolidation`) does not exist yet, and nothing that
   exists today is worth running when a session ends. `contextgraph hooks` says so on stderr.
+
+Every hook tries the server listening on the configured TCP address first (`contextgraph serve --transport
+tcp`, or `all`): the hook then costs a Python start, a connection and the tool itself (well under 300 ms). With
+no server it runs in-process and opens the store and loads the model each time (about 0.5-1 s; seconds under
+load).
 
 Hook mode never exits 2 (which Claude Code treats as a blocking error for some events): a failure is exit 1,
 shown to the user, and the session goes on.
@@ -23,10 +33,15 @@ import json
 import os
 import re
 import shlex
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextgraph.constitution import constitution
+
+if TYPE_CHECKING:
+    from contextgraph.shell.call import Caller, CallResult
 
 EDIT_MATCHER = "Edit|Write|MultiEdit"
 SESSION_END_NOTE = ("SessionEnd: not configured. It is meant to run consolidation when entropy is high, and "
@@ -44,6 +59,10 @@ def _limits() -> dict[str, Any]:
     return constitution()["transport"]
 
 
+def _tuning() -> dict[str, Any]:
+    return constitution()["hooks"]
+
+
 def hook_config(script: Path, home: Path | None = None) -> dict[str, Any]:
     """The `hooks` block for Claude Code's settings.json, calling `script` (the absolute console script)."""
     home_flag = f" --home {shlex.quote(str(home))}" if home else ""
@@ -55,6 +74,7 @@ def hook_config(script: Path, home: Path | None = None) -> dict[str, Any]:
 
     return {"hooks": {
         "SessionStart": [{"hooks": [command("search_graph"), command("get_memetic_status")]}],
+        "UserPromptSubmit": [{"hooks": [command("search_graph")]}],
         "PostToolUse": [{"matcher": EDIT_MATCHER, "hooks": [command("inject_context")]}],
     }}
 
@@ -100,19 +120,164 @@ def install(project: Path, config: dict[str, Any]) -> tuple[Path, str]:
 
 
 # -- hook mode: `contextgraph call TOOL --hook` ---------------------------------------------------------------------
-def hook_arguments(tool: str, event: dict[str, Any], explicit: dict[str, Any]) -> dict[str, Any]:
-    """Tool arguments derived from a hook's input (stdin JSON); explicit arguments win."""
+@dataclass
+class HookRun:
+    """What one hook did: its output for Claude Code (None: print nothing), or the call that failed."""
+
+    output: dict[str, Any] | None = None
+    failure: CallResult | None = None
+    skipped: str = ""  # why nothing was called or stored (for tests and --log-level debug)
+
+
+def event_name(event: dict[str, Any]) -> str:
+    return str(event.get("hook_event_name") or "")
+
+
+def hook_arguments(tool: str, event: dict[str, Any], explicit: dict[str, Any]) -> dict[str, Any] | None:
+    """Tool arguments derived from a hook's input (stdin JSON); explicit arguments win. None: nothing to call
+    (a prompt too short to search for)."""
     derived: dict[str, Any] = {}
     results = int(_limits()["hook_context_results"])
-    if tool == "search_graph":
-        derived = {"query": project_name(event), "top_k": results}
+    tuning = _tuning()
+    if tool == "search_graph" and event_name(event) == "UserPromptSubmit" and "query" not in explicit:
+        query = prompt_query(event)
+        if query is None:
+            return None
+        derived = {"query": query, "top_k": int(tuning["prompt_results"]),
+                   "min_similarity": float(tuning["prompt_min_similarity"])}
+    elif tool == "search_graph":
+        derived = {"query": project_query(event), "top_k": results,
+                   "min_similarity": float(tuning["session_min_similarity"])}
     elif tool == "inject_context" and event.get("tool_input") is not None:
         derived = edit_memory(event, results)
     return {**derived, **explicit}
 
 
+def run_hook(call: Caller, tool: str, event: dict[str, Any], explicit: dict[str, Any]) -> HookRun:
+    """One hook: derive the arguments, call the tool (an edit is first looked up, and not stored again when a
+    stored memory already says it), and shape what Claude Code gets."""
+    arguments = hook_arguments(tool, event, explicit)
+    if arguments is None:
+        return HookRun(skipped="the prompt is too short or a slash command")
+    if tool == "inject_context" and event.get("tool_input") is not None:
+        nearest = duplicate_of(call, str(arguments.get("content", "")))
+        if nearest is not None:
+            return HookRun(skipped=f"already stored as {nearest}")
+    result = call(tool, arguments)
+    if not result.ok:
+        return HookRun(failure=result)
+    return HookRun(output=hook_output(tool, event, result.payload or {}, arguments))
+
+
+def duplicate_of(call: Caller, content: str) -> str | None:
+    """The id of a stored memory at least `hooks.duplicate_similarity` similar (E1) to `content`, if any. A
+    failed lookup stores the edit anyway: a duplicate costs less than a lost change."""
+    if not content.strip():
+        return None
+    query = content[: int(constitution()["validation"]["query"]["max_length"])]
+    found = call("search_graph", {"query": query, "top_k": 1,
+                                  "min_similarity": float(_tuning()["duplicate_similarity"])})
+    results = (found.payload or {}).get("results") or [] if found.ok else []
+    return str(results[0].get("id")) if results else None
+
+
+def prompt_query(event: dict[str, Any]) -> str | None:
+    """The prompt as a query, or None when it is too short to mean anything or a slash command."""
+    prompt = " ".join(str(event.get("prompt") or "").split())
+    if len(prompt) < int(_tuning()["prompt_min_chars"]) or prompt.startswith("/"):
+        return None
+    return prompt[: int(_tuning()["prompt_query_chars"])]
+
+
 def project_name(event: dict[str, Any]) -> str:
     return PurePath(str(event.get("cwd") or Path.cwd())).name or "project"
+
+
+def project_query(event: dict[str, Any]) -> str:
+    """What the project is about, in words a memory about it would share: the README's title and first
+    paragraph, the git branch (unless it is main/master) and the latest commit subjects. The directory's name
+    when none of these exist."""
+    cwd = Path(str(event.get("cwd") or Path.cwd()))
+    tuning = _tuning()
+    root = _git_root(cwd)
+    parts = [*_readme_summary(cwd if _readme(cwd) or root is None else root)]
+    if root is not None:
+        branch = _git_branch(root)
+        if branch and branch not in ("main", "master", "trunk", "develop"):
+            parts.append(f"Branch {branch}.")
+        subjects = _recent_commits(root, int(tuning["recent_commits"]))
+        if subjects:
+            parts.append("Recent work: " + "; ".join(subjects) + ".")
+    query = " ".join(" ".join(parts).split())
+    limit = int(tuning["project_query_chars"])
+    return (query[:limit] if query else project_name(event))
+
+
+def _readme(directory: Path) -> Path | None:
+    for name in ("README.md", "README.rst", "README.txt", "README", "readme.md"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+_MARKUP = re.compile(r"!\[[^\]]*\]\([^)]*\)|\[([^\]]*)\]\([^)]*\)|[`*_<>]")
+
+
+def _readme_summary(directory: Path) -> list[str]:
+    """[title, first paragraph] of the README in `directory` (badges, images, HTML and code left out)."""
+    path = _readme(directory)
+    if path is None:
+        return []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(16384)
+    except OSError:
+        return []
+    title, paragraph, fenced = "", [], False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or re.fullmatch(r"[=\-~#*]{3,}", line) or line.startswith(("<", "[![", "![", "..")):
+            continue
+        if not title:
+            if line:
+                title = line.lstrip("#").strip()
+            continue
+        if not line or line.startswith("#"):
+            if paragraph:
+                break
+            continue
+        paragraph.append(line)
+    clean = [_MARKUP.sub(lambda m: m.group(1) or "", part).strip() for part in (title, " ".join(paragraph))]
+    return [part[:300] for part in clean if part]  # room left for the commits (E1 reads ~500 characters)
+
+
+def _git_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _git_branch(root: Path) -> str:
+    try:
+        head = (root / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:  # a worktree or submodule (.git is a file): no branch in the query
+        return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else ""
+
+
+def _recent_commits(root: Path, count: int) -> list[str]:
+    if count <= 0:
+        return []
+    try:
+        done = subprocess.run(["git", "-C", str(root), "log", f"-{count}", "--no-merges", "--format=%s"],
+                              capture_output=True, text=True, timeout=2, check=False)
+    except (OSError, subprocess.SubprocessError):  # no git, or too slow: the README is enough
+        return []
+    return [line.strip()[:120] for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
 
 
 def edit_memory(event: dict[str, Any], related_k: int) -> dict[str, Any]:
@@ -152,11 +317,14 @@ def edit_memory(event: dict[str, Any], related_k: int) -> dict[str, Any]:
     return arguments
 
 
-def hook_output(tool: str, event: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any] | None:
+def hook_output(tool: str, event: dict[str, Any], payload: dict[str, Any],
+                arguments: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What the hook prints for Claude Code: additional context for the model, or nothing."""
-    name = str(event.get("hook_event_name") or "")
+    name = event_name(event)
     if tool == "search_graph":
-        text = _search_context(project_name(event), payload)
+        query = str(payload.get("query") or (arguments or {}).get("query") or project_name(event))
+        text = (_prompt_context(query, payload) if name == "UserPromptSubmit" else
+                _search_context(query, payload))
     elif tool == "inject_context":
         text = _related_context(payload)
     elif tool == "get_memetic_status":
@@ -166,6 +334,11 @@ def hook_output(tool: str, event: dict[str, Any], payload: dict[str, Any]) -> di
     if not text or name not in ("SessionStart", "PostToolUse", "UserPromptSubmit"):
         return None  # events that take no additional context
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+
+
+def _shown(query: str, width: int = 120) -> str:
+    query = " ".join(query.split())
+    return query if len(query) <= width else query[: width - 1] + "…"
 
 
 def _pulse_line(payload: dict[str, Any]) -> str:
@@ -184,12 +357,22 @@ def _line(item: dict[str, Any], width: int = 240) -> str:
     return f"- {str(item.get('id', ''))[:8]}{tags}: {content}"
 
 
-def _search_context(project: str, payload: dict[str, Any]) -> str:
+def _search_context(query: str, payload: dict[str, Any]) -> str:
     results = payload.get("results") or []
-    head = (f"ContextGraph memory ({len(results)} memories related to '{project}'):" if results else
-            f"ContextGraph memory: nothing stored yet relates to '{project}'. store_memory keeps decisions and "
-            f"facts worth remembering; search_graph finds them later.")
+    head = (f"ContextGraph memory ({len(results)} memories relevant to this project; searched for "
+            f"'{_shown(query)}'):" if results else
+            f"ContextGraph memory: no stored memory is relevant to this project yet (searched for "
+            f"'{_shown(query)}'). store_memory keeps decisions and facts worth remembering; search_graph finds "
+            f"them later.")
     return "\n".join([head, *(_line(r) for r in results), _pulse_line(payload)]).strip()
+
+
+def _prompt_context(query: str, payload: dict[str, Any]) -> str:
+    results = payload.get("results") or []
+    if not results:
+        return ""  # nothing relevant: add nothing to this turn
+    return "\n".join([f"ContextGraph memories relevant to this prompt ({len(results)}):",
+                      *(_line(r) for r in results)])
 
 
 def _status_context(payload: dict[str, Any]) -> str:
@@ -203,7 +386,8 @@ def _status_context(payload: dict[str, Any]) -> str:
 
 
 def _related_context(payload: dict[str, Any]) -> str:
-    related = payload.get("related") or []
+    floor = float(_tuning()["session_min_similarity"])  # the same relevance floor as the session's context
+    related = [r for r in payload.get("related") or [] if float(r.get("similarity") or 0.0) >= floor]
     if not related:
         return ""
     return "\n".join(["ContextGraph stored this change; related memories:", *(_line(r) for r in related)])

@@ -86,7 +86,9 @@ def test_hooks_prints_a_claude_code_configuration(capsys):
     assert cli.main(["hooks"]) == 0
     out = capsys.readouterr()
     config = json.loads(out.out)["hooks"]
-    assert set(config) == {"SessionStart", "PostToolUse"} and "SessionEnd" in out.err
+    assert set(config) == {"SessionStart", "UserPromptSubmit", "PostToolUse"} and "SessionEnd" in out.err
+    (prompt,) = config["UserPromptSubmit"]
+    assert "matcher" not in prompt and prompt["hooks"][0]["command"].endswith(" call search_graph --hook")
     (post,) = config["PostToolUse"]
     assert post["matcher"] == "Edit|Write|MultiEdit"
     command = post["hooks"][0]["command"]
@@ -111,6 +113,7 @@ def test_hooks_install_merges_and_is_idempotent(tmp_path, capsys):
     assert merged["hooks"]["Stop"] == mine["hooks"]["Stop"]
     assert merged["hooks"]["PostToolUse"][0] == mine["hooks"]["PostToolUse"][0]
     assert len(merged["hooks"]["PostToolUse"]) == 2 and len(merged["hooks"]["SessionStart"]) == 1
+    assert len(merged["hooks"]["UserPromptSubmit"]) == 1
     assert cli.main(["hooks", "--install", str(tmp_path)]) == 0
     assert "already up to date" in capsys.readouterr().out
     assert json.loads(settings.read_text()) == merged
@@ -139,19 +142,39 @@ def test_hook_mode_stores_edits_and_gives_context(tmp_path, model_cache, monkeyp
             "tool_response": {"success": True}}
     code, output = hook("inject_context", edit)
     assert code == 0 and output is None  # nothing related yet: no context to add
+    code, output = hook("inject_context", edit)  # the same edit again (Claude Code retries, re-applies)
+    assert code == 0 and output is None
+    code, output = hook("inject_context", {**edit, "tool_input": {**edit["tool_input"], "new_string":
+                                                                   "retries = 5  # payments-service retries card "
+                                                                   "charges five times."}})
+    assert code == 0 and output is None  # one character more: a near-duplicate, not stored either
     code, output = hook("inject_context", {**edit, "tool_name": "Write", "tool_input": {
         "file_path": str(project / "README.md"), "content": "payments-service charges cards and retries them"}})
     assert code == 0 and "related memories" in output["hookSpecificOutput"]["additionalContext"]
+    code, output = hook("inject_context", {**edit, "tool_name": "Write", "tool_input": {
+        "file_path": str(project / "lunch.txt"), "content": "The team lunch is on Fridays at noon in the cafeteria."}})
+    assert code == 0 and output is None  # stored; the payments memories are below the relevance floor
     start = {"session_id": "def456", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
     code, output = hook("search_graph", start)
     context = output["hookSpecificOutput"]
     assert code == 0 and context["hookEventName"] == "SessionStart"
-    assert "payments-service" in context["additionalContext"] and "retries = 5" in context["additionalContext"]
-    assert "Cognitive pulse" in context["additionalContext"]
+    text = context["additionalContext"]
+    assert "searched for 'payments-service'" in text and "retries = 5" in text  # the query it really used
+    assert "lunch" not in text  # stored, but unrelated to the project: under the floor, not injected
+    assert "Cognitive pulse" in text
     code, output = hook("get_memetic_status", start)
     status = output["hookSpecificOutput"]["additionalContext"]
-    assert code == 0 and status.startswith("ContextGraph status: 2 memories (infancy phase)")
+    assert code == 0 and status.startswith("ContextGraph status: 3 memories (infancy phase)")
     assert "suggested action:" in status
+    prompt = {"session_id": "def456", "cwd": str(project), "hook_event_name": "UserPromptSubmit"}
+    code, output = hook("search_graph", {**prompt, "prompt": "How often do we retry failed card charges?"})
+    context = output["hookSpecificOutput"]
+    assert code == 0 and context["hookEventName"] == "UserPromptSubmit"
+    assert context["additionalContext"].startswith("ContextGraph memories relevant to this prompt")
+    assert "retries = 5" in context["additionalContext"] and "lunch" not in context["additionalContext"]
+    for unrelated in ("What is the capital of Mongolia, roughly?", "yes", "/compact"):
+        code, output = hook("search_graph", {**prompt, "prompt": unrelated})
+        assert code == 0 and output is None  # nothing relevant, too short, a slash command: nothing added
     monkeypatch.setattr(sys, "stdin", io.StringIO("not json"))
     assert cli.main(["call", "search_graph", "--hook"]) == 1  # never 2 in hook mode
     assert cli.main(["call", "search_graph", "{bad", "--hook"]) == 1
@@ -165,3 +188,64 @@ def test_edit_memory_shapes_the_arguments():
     assert len(args["session_id"]) == 128 and 10 <= len(args["rationale"]) <= 1000 and args["related_k"] == 3
     removed = hooks.edit_memory({"tool_name": "Edit", "tool_input": {"file_path": "notes.txt", "new_string": ""}}, 3)
     assert removed["content"] == "Edited notes.txt (text removed)" and removed["modality"] == "text"
+
+
+@pytest.mark.anyio
+async def test_hooks_go_through_a_running_server_in_one_connection(net_app, model_cache):
+    """A PostToolUse hook looks the edit up and stores it over one TCP connection to the running server (whose
+    model is loaded: no store open, no model load in the hook); a repeat of the edit is not stored again."""
+    async with serving(net_app, ("tcp",)) as where:
+        env = call_env(net_app.settings.home, model_cache, CONTEXTGRAPH_PORT=str(where.tcp[1]))
+        edit = {"cwd": "/srv/billing", "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_input": {
+            "file_path": "/srv/billing/invoice.py", "new_string": "VAT_RATE = 0.21  # Dutch VAT on invoices"}}
+
+        async def hook(tool: str, event: dict) -> tuple[int, str]:
+            done = await anyio.run_process([str(SCRIPT), "call", tool, "--hook"], input=json.dumps(event).encode(),
+                                           env=env, check=False)
+            assert done.returncode == 0, done.stderr
+            return done.returncode, done.stdout.decode().strip()
+
+        await hook("inject_context", edit)
+        await hook("inject_context", edit)
+        store = net_app.services.storage.store
+        assert store.count() == 1
+        (record,) = store.get_by_seq([store.last_seq()])
+        assert record is not None and record.session.startswith("conn:")  # stored by the server
+        _, out = await hook("search_graph", {"cwd": "/srv/billing", "hook_event_name": "UserPromptSubmit",
+                                             "prompt": "Which VAT rate do the invoices use?"})
+        assert "VAT_RATE = 0.21" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        with anyio.fail_after(5):
+            while where.parts["tcp"].connections:  # each hook's one connection came, and went
+                await anyio.sleep(0.02)
+
+
+def test_project_query_reads_the_readme_and_git(tmp_path):
+    project = tmp_path / "ledger"
+    project.mkdir()
+    (project / "README.md").write_text(
+        "[![CI](https://ci.example/badge.svg)](https://ci.example)\n\n# Ledger `core`\n\n"
+        "<p align=center>logo</p>\n\nLedger keeps **double-entry** accounts for small\nshops, see "
+        "[the docs](https://docs.example).\n\nSecond paragraph, left out.\n", encoding="utf-8")
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "fx-rates"], check=True)
+    for subject in ("Add currency table", "Convert totals at the daily rate"):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", subject], check=True)
+    query = hooks.project_query({"cwd": str(project / "src")})  # a subdirectory: the repository's README
+    assert query.startswith("Ledger core Ledger keeps double-entry accounts for small shops, see the docs.")
+    assert "Second paragraph" not in query and "badge" not in query and "logo" not in query
+    assert "Branch fx-rates." in query
+    assert "Recent work: Convert totals at the daily rate; Add currency table." in query
+    assert len(query) <= hooks.constitution()["hooks"]["project_query_chars"]
+    bare = tmp_path / "scratch-dir"
+    bare.mkdir()
+    assert hooks.project_query({"cwd": str(bare)}) == "scratch-dir"  # nothing to read: the directory's name
+
+
+def test_prompt_query_skips_what_is_not_worth_a_search():
+    assert hooks.prompt_query({"prompt": "  Why does   the importer\nskip rows? "}) == "Why does the importer skip rows?"
+    for prompt in ("", "ok", "go on", "/review src/app.py please", None):
+        assert hooks.prompt_query({"prompt": prompt}) is None
+    assert hooks.hook_arguments("search_graph", {"hook_event_name": "UserPromptSubmit", "prompt": "ok"}, {}) is None
+    explicit = hooks.hook_arguments("search_graph", {"hook_event_name": "UserPromptSubmit", "prompt": "ok"},
+                                    {"query": "deploys"})
+    assert explicit is not None and explicit["query"] == "deploys"  # explicit arguments win
