@@ -113,3 +113,45 @@ def test_engine_document_round_trip():
     fresh = CognitiveState(constitution(), clock=Clock())
     fresh.load_doc({"version": 99})  # an unknown layout is ignored, not misread
     assert fresh.snapshot()["operations"] == 0
+
+
+def test_a_loaded_engine_owes_the_network_the_time_since_it_was_saved():
+    """The CLI and hook path start one process per call: the saved network must move between calls (issue 11.5).
+    The time since the save is integrated lazily by the next read, like any other elapsed time, and bounded."""
+    wall = Clock()
+    state = CognitiveState(constitution(), clock=Clock(), wall_clock=wall)
+    state.record([0.3] * 13, [0.6] * 13, memory_count=1)
+    doc = state.to_doc()
+    saved = np.asarray(doc["network"]["phases"])
+    later = Clock()
+    later.now = wall.now + 5.0  # the next call comes five seconds later
+    restored = CognitiveState(constitution(), clock=Clock(), wall_clock=later)
+    restored.load_doc(doc)
+    assert restored.network.to_doc()["phases"] == doc["network"]["phases"]  # nothing integrated yet
+    net = restored.network
+    expected, steps = kur.advance(saved, net.omegas, net.coupling, 5.0, net.max_steps, net.dt)
+    snap = net.read()
+    assert snap.steps == steps == 500
+    assert np.allclose(snap.phases, expected)
+    # a day later: at most max_lazy_steps; a clock that went backwards: nothing
+    for offset, want in ((86_400.0, net.max_steps), (-30.0, 0)):
+        again = CognitiveState(constitution(), clock=Clock(), wall_clock=lambda o=offset: wall.now + o)
+        again.load_doc(doc)
+        assert again.network.read().steps == want
+
+
+def test_operations_bring_their_own_learning_score_and_prediction():
+    """D19: the pulse's L is the average of the operations' own L; MetaScore compares the engine's prediction
+    L̂ (from the neighbours, before scoring) with that L."""
+    state = CognitiveState(constitution(), clock=Clock())
+    state.record([0.5] * 13, [0.6] * 13, memory_count=1, learning_score=0.52, predicted_learning_score=0.50)
+    assert state.pulse()["learning_score"] == pytest.approx(0.52, abs=1e-4)
+    assert state.meta_scores[-1] == pytest.approx(1 / (1 + math.exp(-2 * (0.50 - 0.52))))
+    assert state.meta_accuracy == pytest.approx(1 - 0.02)
+    alpha = float(constitution().get("pulse.ewma_alpha"))
+    state.record([0.9] * 13, [0.3] * 13, memory_count=2, learning_score=0.50, predicted_learning_score=0.56)
+    assert state.pulse()["learning_score"] == pytest.approx((1 - alpha) * 0.52 + alpha * 0.50, abs=1e-4)
+    assert state.meta_accuracy == pytest.approx(1 - (0.02 + 0.06) / 2)
+    restored = CognitiveState(constitution(), clock=Clock())
+    restored.load_doc(state.to_doc())
+    assert restored.pulse()["learning_score"] == state.pulse()["learning_score"]

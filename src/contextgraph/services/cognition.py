@@ -22,8 +22,8 @@ falls back to the running score as the prediction and an L computed from its ΔS
 Persistence: `to_doc()`/`load_doc()`; the memory service writes the document to LMDB at most once per
 `persistence.save_interval_seconds` during activity and on close, and loads it when it opens the store. The
 document carries the wall-clock time it was written: a process that loads it (the CLI and hook path start one
-per call) advances the network by the time elapsed since (bounded by `max_lazy_steps`), so the oscillators move
-between calls instead of resuming where the last process stopped.
+per call) owes the network the time elapsed since, which its next read integrates lazily (bounded by
+`max_lazy_steps`), so the oscillators move between calls instead of resuming where the last process stopped.
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from contextgraph.gwt import ego
-from contextgraph.gwt import kuramoto as kur
 from contextgraph.services.gwt import OscillatorNetwork
 from contextgraph.utl import learning, meta
 from contextgraph.utl.pulse import PulseRules, pulse
@@ -239,7 +236,7 @@ class CognitiveState:
     def load_doc(self, doc: dict[str, Any]) -> None:
         if doc.get("version") != 1 or len(doc.get("delta_s", ())) != self.spaces:
             return  # an unknown layout: start fresh rather than misread it
-        self.network.load_doc(self._advanced_network(doc["network"], doc.get("saved_at")))
+        self.network.load_doc(doc["network"], self._elapsed_since(doc.get("saved_at")))
         with self._lock:
             self.delta_s = [float(v) for v in doc["delta_s"]]
             self.delta_c = [float(v) for v in doc["delta_c"]]
@@ -261,21 +258,10 @@ class CognitiveState:
             self._operation_score = _finite(doc.get("operation_score"))
             self._refresh()
 
-    def _advanced_network(self, network: dict[str, Any], saved_at: Any) -> dict[str, Any]:
-        """The saved network advanced by the wall-clock time since it was saved (the CLI and hook path start a
-        process per call; without this the network froze between calls). At most `max_lazy_steps` steps: older
-        time is dropped as in every lazy read. A clock that went backwards, or no time stamp, advances nothing."""
+    def _elapsed_since(self, saved_at: Any) -> float:
+        """Wall-clock seconds since the document was saved (0 without a stamp, or when the clock went back)."""
         saved = _finite(saved_at)
-        phases = network.get("phases")
-        if saved is None or not phases or len(phases) != len(self.network.omegas):
-            return network
-        elapsed = self._wall() - saved
-        if elapsed <= 0.0:
-            return network
-        k = float(network.get("coupling", self.network.coupling))
-        advanced, _ = kur.advance(np.asarray(phases, dtype=float), self.network.omegas, k, elapsed,
-                                  self.network.max_steps, self.network.dt)
-        return {**network, "phases": [float(p) for p in advanced]}
+        return 0.0 if saved is None else max(self._wall() - saved, 0.0)
 
     def workspace_occupied(self, occupied: bool) -> None:
         with self._lock:

@@ -29,7 +29,9 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
 The store model (`StoreModel`: Gaussian fits, sparse idf, clusters and the per-space calibrations) is refitted
 from a random sample of the store once the store has changed by `gaussian.refit_growth` (at least one memory):
 in the background while the previous model serves, in the caller when there is none (then a quick fit on a
-smaller sample, refitted in full in the background at once). Read-only, synchronous: callers run it in a worker
+smaller sample, refitted in full in the background at once). Up to `calibration.sync_below` memories every refit
+runs in the caller on at most `quick_loo_samples` leave-one-out memories (milliseconds on a store that small), so
+a small store answers the same question the same way twice. Read-only, synchronous: callers run it in a worker
 thread.
 
 Leave-one-out: the scored memory is never its own neighbour, is left out of the cluster prototypes and of the
@@ -282,6 +284,7 @@ class DeltaScComputer:
         self.loo_samples = int(cal.get("loo_samples", 48))
         self.quick_loo_samples = int(cal.get("quick_loo_samples", 12))
         self.quick_max_samples = int(cal.get("quick_max_samples", 200))
+        self.sync_below = int(cal.get("sync_below", 24))  # up to this many memories the model refits in the caller
         self.prior_weight = float(cal.get("prior_weight", 4.0))
         slope = cal.get("slope", {}) or {}
         self.slope_bounds = (float(slope.get("min", 1.0)), float(slope.get("max", 1.5)))
@@ -315,9 +318,11 @@ class DeltaScComputer:
             n, gone, quick = fitted
             return quick or gone != deletions or abs(count - n) >= max(1.0, n * self.refit_growth)
 
+        small = count <= self.sync_below  # cheap enough to refit in the caller: every answer is current
         entry = self._models.get("model", (count, deletions, False), stale,
                                  lambda: self._fit(store, indexes, by_space, quick=False),
-                                 background=True, first=lambda: self._fit(store, indexes, by_space, quick=True),
+                                 background=not small,
+                                 first=None if small else lambda: self._fit(store, indexes, by_space, quick=True),
                                  first_stamp=lambda m: (count, deletions, m.quick))
         return entry if entry is not None else EMPTY_MODEL
 
@@ -352,7 +357,7 @@ class DeltaScComputer:
         clusters = self._fit_clusters(store, by_space, seqs, sample)
         partial = StoreModel(count, gaussian, idf, clusters, {}, 0)
         # leave-one-out statistics of a sample of stored memories, each against the store without itself
-        loo_n = min(self.quick_loo_samples if quick else self.loo_samples, len(seqs))
+        loo_n = min(self.quick_loo_samples if quick or count <= self.sync_below else self.loo_samples, len(seqs))
         rng = random.Random(store.last_seq() + 1)
         loo_seqs = sorted(rng.sample(seqs, loo_n)) if loo_n < len(seqs) else list(seqs)
         stats: dict[str, list[float]] = {}
@@ -545,8 +550,8 @@ class DeltaScComputer:
             fit = model.gaussian.get(1)
             if fit is None:
                 return (model.calibrate(key, stats[key]),
-                        f"knn (k={k}): √(d₁·d̄ₖ) of cosine distances, {loo}; the Gaussian (Ledoit–Wolf) fit needs "
-                        f"{self.min_samples} memories")
+                        f"knn (k={k}): √(d₁·d̄ₖ) of cosine distances, {loo}; a Gaussian fit needs "
+                        f"{self.min_samples} memories (Ledoit–Wolf)")
             return (model.calibrate(key, stats[key]),
                     f"gaussian: √(d₁·d̄ₖ) of Mahalanobis distances to the {min(n, k)} nearest under a Ledoit–Wolf "
                     f"covariance of {fit.samples} stored E1 vectors (shrinkage {fit.shrinkage:.3f}), {loo}")
@@ -566,7 +571,10 @@ class DeltaScComputer:
         if sid in SPARSE_SPACES:
             return value, (f"jaccard: √(d₁·(¾u + ¼d₁)), d₁ = 1 − max Jaccard, u the idf share of terms no "
                            f"neighbour uses, {loo}")
-        if sid == 11 and triples:
+        if sid == 11 and not triples:
+            return value, (f"knn (k={k}): √(d₁·d̄ₖ) of 1 − similarity, {loo}; the memory states no relation "
+                           f"triple for TransE")
+        if sid == 11:
             model_t = self.translations.get(store)
             if own_triples:  # a stored vertex is scored against the store without itself
                 model_t = model_t.without(relation_vectors(own_triples))

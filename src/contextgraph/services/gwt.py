@@ -101,16 +101,18 @@ class OscillatorNetwork:
         with self._lock:
             return {"phases": [float(p) for p in self._phases], "coupling": self._coupling}
 
-    def load_doc(self, doc: dict[str, Any]) -> None:
-        """Restore phases and K. The time the server was down is not integrated (there is no wall-clock
-        dynamics to replay): the network resumes where it stopped."""
+    def load_doc(self, doc: dict[str, Any], elapsed: float = 0.0) -> None:
+        """Restore phases and K. `elapsed`: seconds since the document was saved (the engine passes the
+        wall-clock time); the next read integrates them lazily like any other time (at most `max_lazy_steps`
+        steps), so a process per call (CLI, hooks) sees the network move between calls."""
         phases = np.asarray(doc.get("phases", ()), dtype=np.float64)
         if phases.shape != self._phases.shape or not np.all(np.isfinite(phases)):
             return
         with self._lock:
             self._phases = np.mod(phases, kur.TWO_PI)
             self._coupling = kur.clamp_coupling(float(doc.get("coupling", self._coupling)), self.k_min, self.k_max)
-            self._last = self._clock()
+            owed = min(max(float(elapsed), 0.0), self.max_steps * self.dt) if elapsed == elapsed else 0.0
+            self._last = self._clock() - owed
             self._r, self._psi = kur.order_parameter(self._phases)
 
 
