@@ -31,7 +31,9 @@ class Settings:
     runtime: str = "auto"
     quantized: bool = False
     device: str = "cpu"  # "cuda" lets runtime=auto serve the transformer with torch on a GPU
-    model_cache_dir: Path | None = None  # exported ONNX graphs; default <home>/models
+    # Exported ONNX graphs, shared by every data directory (keyed by the model's hash): from_env defaults it to
+    # the user cache (user_model_cache); a Settings built directly without one keeps them in <home>/models.
+    model_cache_dir: Path | None = None
     # Network transports (issue 6). Port 0 binds an ephemeral port (tests). A non-loopback host needs a token;
     # with a token every HTTP request and every TCP connection must present it.
     host: str = field(default_factory=lambda: _transport("default_host"))
@@ -70,7 +72,7 @@ class Settings:
             quantized=(env.get("CONTEXTGRAPH_INT8") or "").lower() in ("1", "true", "yes"),
             device=(env.get("CONTEXTGRAPH_DEVICE") or "cpu").lower(),
             model_cache_dir=Path(env["CONTEXTGRAPH_MODEL_CACHE"]).expanduser()
-            if env.get("CONTEXTGRAPH_MODEL_CACHE") else None,
+            if env.get("CONTEXTGRAPH_MODEL_CACHE") else user_model_cache(env),
             host=env.get("CONTEXTGRAPH_HOST") or transport["default_host"],
             port=_number(env, "CONTEXTGRAPH_PORT", int, transport["default_tcp_port"]),
             http_port=_number(env, "CONTEXTGRAPH_HTTP_PORT", int, transport["default_http_port"]),
@@ -106,6 +108,16 @@ class Settings:
         if not 0 < self.http_session_idle_seconds < float("inf") or self.http_max_sessions < 1:
             raise SettingsError("the HTTP session idle time must be a positive number of seconds and the session "
                                 "limit at least 1")
+
+
+def user_model_cache(env: Mapping[str, str]) -> Path:
+    """The exported-model cache every data directory shares: $XDG_CACHE_HOME/contextgraph/models, else
+    ~/.cache/contextgraph/models (XDG base directories: a relative XDG_CACHE_HOME is ignored). The graph is
+    exported once per user and model (setup.sh and `contextgraph doctor --warm` do it ahead of time), not once
+    per data directory."""
+    xdg = env.get("XDG_CACHE_HOME") or ""
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path(env.get("HOME") or Path.home()) / ".cache"
+    return base / "contextgraph" / "models"
 
 
 def _transport(key: str):

@@ -1,5 +1,10 @@
 """`contextgraph doctor`: checks what the server needs and says how to fix what is missing. Reads only:
-it never creates, downloads or imports a heavy library (versions come from package metadata)."""
+it never creates, downloads or imports a heavy library (versions come from package metadata).
+
+`contextgraph doctor --warm` is the one exception, asked for by name (setup.sh runs it): it loads the embedding
+pipeline, which exports the model's ONNX graph into the shared model cache if it is not there yet, embeds one
+text, and reports how long each took. After it, the first store in any new data directory loads the graph in
+well under a second instead of exporting it for 5-15 s."""
 
 from __future__ import annotations
 
@@ -139,7 +144,40 @@ def check_registry(settings: Settings) -> Check:
     return Check("tool registry", True, detail)
 
 
-def run_checks(settings: Settings) -> list[Check]:
+def check_model_cache(settings: Settings) -> Check:
+    """Whether an exported graph is waiting in the model cache (any model: which one is the default's would need
+    its weights hashed). Not required: without one the first store exports it, slowly."""
+    cache = settings.models_dir
+    graphs = sorted(cache.glob("*/model*.onnx")) if cache.is_dir() else []
+    if graphs:
+        return Check("model cache", True, f"{cache} ({len(graphs)} exported graph(s))", required=False)
+    return Check("model cache", False, f"{cache} holds no exported graph: the first store exports one (5-15 s)",
+                 "contextgraph doctor --warm   (exports it now; scripts/setup.sh does the same)", required=False)
+
+
+def warm_model(settings: Settings, sample: str = "ContextGraph warms its embedding model.") -> Check:
+    """Load the embedding pipeline the way the server does (exporting the graph into the model cache if needed),
+    embed `sample` once, and report the times. Never raises: a failure is a failed check with its cause."""
+    import time
+
+    from contextgraph.embedders.pipeline import Draft, build_pipeline
+
+    started = time.perf_counter()
+    try:
+        pipeline = build_pipeline(settings)
+        loaded = time.perf_counter()
+        pipeline.embed([Draft(sample)])
+    except Exception as exc:  # report, never crash
+        return Check("model warm-up", False, f"{type(exc).__name__}: {exc}",
+                     "see the model and torch checks above (torch is needed once, to export the graph)")
+    done = time.perf_counter()
+    return Check("model warm-up", True,
+                 f"{pipeline.backbone.model_name} on {pipeline.backbone.runtime}: loaded in "
+                 f"{loaded - started:.2f} s (export included when the cache lacked it), one text embedded in "
+                 f"{(done - loaded) * 1e3:.0f} ms; cache {settings.models_dir}")
+
+
+def run_checks(settings: Settings, *, warm: bool = False) -> list[Check]:
     version_ok = sys.version_info[:2] == (3, 11)
     checks = [Check("python", version_ok, sys.version.split()[0], "" if version_ok else "use Python 3.11")]
     try:
@@ -151,6 +189,9 @@ def run_checks(settings: Settings) -> list[Check]:
     checks.append(check_indexes(settings.home))
     checks.extend(check_packages())
     checks.append(check_model())
+    if warm:
+        checks.append(warm_model(settings))
+    checks.append(check_model_cache(settings))
     checks.append(check_registry(settings))
     return checks
 

@@ -1,5 +1,6 @@
 """The model cache: the ONNX graph of a local model, exported once with torch and kept under
-`cache_dir/<model-hash>/`. The only module here that writes files, and the only one that imports torch or
+`cache_dir/<model-hash>/` (by default the user's cache, shared by every data directory: config.user_model_cache).
+The only module here that writes files, and the only one that imports torch or
 transformers (inside `_export_fp32`, never at import time): serving reads the cached graph with ONNX Runtime.
 
 Every file is written to a temporary name in its final directory and renamed into place, so two processes that
@@ -7,11 +8,13 @@ race to export the same model both end with a complete graph and neither ever re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from contextgraph.embedders.model_info import ModelInfo
@@ -63,12 +66,36 @@ def cached_graph(info: ModelInfo, cache_dir: Path, *, quantized: bool = False) -
     wanted = int8 if quantized else fp32
     if wanted.is_file():
         return wanted
-    with _EXPORT_LOCK:
+    with _EXPORT_LOCK, _export_lock_file(model_cache):
         if not fp32.is_file():
             _publish(fp32, lambda tmp: _export_fp32(info, tmp))
         if quantized and not int8.is_file():
             _publish(int8, lambda tmp: _quantize_int8(fp32, tmp))
     return wanted
+
+
+@contextlib.contextmanager
+def _export_lock_file(model_cache: Path) -> Iterator[None]:
+    """One export at a time across processes too: the cache is shared by every data directory of the user, so
+    `setup.sh`, a server and a hook can all miss it at once; the later ones wait (seconds) and find the graph
+    the first one published instead of exporting it again. Without flock (or on a filesystem that refuses it)
+    they export side by side, which the atomic rename keeps safe."""
+    model_cache.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    with open(model_cache / ".export.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            yield
+            return
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _export_fp32(info: ModelInfo, dest: Path) -> None:

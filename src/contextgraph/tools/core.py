@@ -56,8 +56,19 @@ class StoreArgs(_MemoryArgs):
     pass
 
 
+async def _await_model(ctx: ToolContext, steps: int, next_step: str) -> None:
+    """A call that needs the transformer while it is still loading (seconds; an export on a cold cache) says
+    so first, then waits for it, so a client that sent a progressToken sees why the call takes long."""
+    if ctx.services.perception.model_status() != "ready":
+        await ctx.report_progress(0, steps, "loading the embedding model")
+        await ctx.services.perception.pipeline()
+    await ctx.report_progress(1, steps, next_step)
+
+
 async def store_memory(ctx: ToolContext, args: StoreArgs) -> dict[str, Any]:
+    await _await_model(ctx, 2, "embedding (13 spaces) and storing")
     stored = await ctx.services.memory.store(args.to_new_memory(ctx))
+    await ctx.report_progress(2, 2, "stored")
     return stored.payload()
 
 
@@ -66,7 +77,9 @@ class InjectArgs(_MemoryArgs):
 
 
 async def inject_context(ctx: ToolContext, args: InjectArgs) -> dict[str, Any]:
+    await _await_model(ctx, 2, "embedding (13 spaces), storing and measuring UTL")
     injected = await ctx.services.memory.inject(args.to_new_memory(ctx), related_k=args.related_k)
+    await ctx.report_progress(2, 2, "stored")
     return injected.payload()
 
 

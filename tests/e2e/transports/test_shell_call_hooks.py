@@ -78,7 +78,7 @@ async def test_call_uses_a_running_server_and_shares_its_store(net_app, model_ca
                                          check=False)
         assert failed.returncode == 1 and b"-32004" in failed.stderr
         with anyio.fail_after(5):
-            while where.parts["tcp"].connections:  # each call came, and went
+            while where.parts["tcp"].connections:  # noqa: ASYNC110 (each call came, and went)
                 await anyio.sleep(0.02)
 
 
@@ -215,7 +215,7 @@ async def test_hooks_go_through_a_running_server_in_one_connection(net_app, mode
                                              "prompt": "Which VAT rate do the invoices use?"})
         assert "VAT_RATE = 0.21" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
         with anyio.fail_after(5):
-            while where.parts["tcp"].connections:  # each hook's one connection came, and went
+            while where.parts["tcp"].connections:  # noqa: ASYNC110 (each hook's one connection came, and went)
                 await anyio.sleep(0.02)
 
 
@@ -242,7 +242,8 @@ def test_project_query_reads_the_readme_and_git(tmp_path):
 
 
 def test_prompt_query_skips_what_is_not_worth_a_search():
-    assert hooks.prompt_query({"prompt": "  Why does   the importer\nskip rows? "}) == "Why does the importer skip rows?"
+    query = hooks.prompt_query({"prompt": "  Why does   the importer\nskip rows? "})
+    assert query == "Why does the importer skip rows?"
     for prompt in ("", "ok", "go on", "/review src/app.py please", None):
         assert hooks.prompt_query({"prompt": prompt}) is None
     assert hooks.hook_arguments("search_graph", {"hook_event_name": "UserPromptSubmit", "prompt": "ok"}, {}) is None
