@@ -83,4 +83,8 @@ async def test_memory_ids_with_or_without_hyphens(call):
         assert neighbours.payload["count"] >= 0
     boosted = await call("boost_importance", {"node_id": hyphenated, "delta": 0.1, "rationale": WHY})
     assert boosted.payload["node_id"] == node
+    # get_johari_classification takes the seeds' `node_id` as well as `memory_id` (issue 11 item 8)
+    by_memory_id = await call("get_johari_classification", {"memory_id": node})
+    by_node_id = await call("get_johari_classification", {"node_id": hyphenated.upper()})
+    assert by_node_id.payload["memory_id"] == by_memory_id.payload["memory_id"] == node
     assert (await _refused(call, "get_node_lineage", {"node_id": "not-a-uuid"}))["field"] == "node_id"

@@ -4,7 +4,7 @@ services.workspace, the math in gwt/ and utl/."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -60,8 +60,9 @@ async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> 
 
 
 class JohariArgs(Args):
-    memory_id: MemoryId = Field(
-                           description="Id of the stored memory to classify (32 hex characters).")
+    memory_id: MemoryId = Field(description="Id of the stored memory to classify: 32 hex characters, or the "
+                                            "same UUID with hyphens.")
+    spellings: ClassVar[dict[str, str]] = {"node_id": "memory_id"}  # the seeds' name for it (issue 11.8)
 
 
 async def get_johari_classification(ctx: ToolContext, args: JohariArgs) -> dict[str, Any]:
@@ -88,8 +89,8 @@ async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
 
 
 class BroadcastArgs(Args):
-    memory_id: MemoryId = Field(
-                           description="Id of the stored memory to broadcast (32 hex characters).")
+    memory_id: MemoryId = Field(description="Id of the stored memory to broadcast: 32 hex characters, or the "
+                                            "same UUID with hyphens.")
     importance: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False, description="Importance score [0, 1].")
     alignment: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False,
                              description="North-star alignment score [0, 1].")

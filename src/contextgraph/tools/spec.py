@@ -64,9 +64,14 @@ class Args(BaseModel):
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         schema = super().model_json_schema(*args, **kwargs)
         properties = schema.get("properties", {})
+        required = schema.get("required", [])
         for alternate, field in cls.spellings.items():
             if field in properties:
                 properties[alternate] = {**properties[field], "description": f"Same as {field}."}
+            if field in required:  # either spelling will do; the model still refuses a call with neither
+                required.remove(field)  # (no anyOf of `required`s: host LLM APIs refuse top-level anyOf)
+        if "required" in schema and not required:
+            del schema["required"]
         return schema
 
 
