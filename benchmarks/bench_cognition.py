@@ -240,7 +240,7 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
 
     from contextgraph.embedders.pipeline import FingerprintPipeline as Pipeline
     from contextgraph.services import search as search_mod
-    from contextgraph.services.delta_sc import DeltaScComputer, GaussianFits
+    from contextgraph.services.delta_sc import DeltaScComputer
     from contextgraph.services.memory import MemoryService, NewMemory
     from contextgraph.services.workspace import WorkspaceService
     from contextgraph.storage.indexes import IndexSet
@@ -276,7 +276,7 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     wrap(Pipeline, "embed_with_triples", "embed (pipeline.embed_with_triples)")
     wrap(MemoryService, "_novelty", "UTL (_novelty: 13 neighbourhoods, ΔS/ΔC)")
     wrap(DeltaScComputer, "compute", "  of which DeltaScComputer.compute")
-    wrap(GaussianFits, "get", "  of which GaussianFits.get (refits)")
+    wrap(DeltaScComputer, "model", "  of which DeltaScComputer.model (store model; refits in the background)")
     wrap(MemoryService, "_similar", "semantic edges (_similar)")
     wrap(MemoryService, "_causal", "causal edges (_causal)")
     wrap(LmdbStore, "put", "store.put (synced, writer thread)")

@@ -284,7 +284,7 @@ class DeltaScComputer:
         self.loo_samples = int(cal.get("loo_samples", 48))
         self.quick_loo_samples = int(cal.get("quick_loo_samples", 12))
         self.quick_max_samples = int(cal.get("quick_max_samples", 200))
-        self.sync_below = int(cal.get("sync_below", 24))  # up to this many memories the model refits in the caller
+        self.sync_below = int(cal.get("sync_below", 8))  # up to this many memories the model refits in the caller
         self.prior_weight = float(cal.get("prior_weight", 4.0))
         slope = cal.get("slope", {}) or {}
         self.slope_bounds = (float(slope.get("min", 1.0)), float(slope.get("max", 1.5)))
@@ -361,10 +361,12 @@ class DeltaScComputer:
         rng = random.Random(store.last_seq() + 1)
         loo_seqs = sorted(rng.sample(seqs, loo_n)) if loo_n < len(seqs) else list(seqs)
         stats: dict[str, list[float]] = {}
-        for seq, fp in zip(loo_seqs, store.fingerprints(loo_seqs)):
+        cache: dict[int, Fingerprint] = {s: f for s, f in zip(loo_seqs, store.fingerprints(loo_seqs)) if f is not None}
+        for seq in loo_seqs:
+            fp = cache.get(seq)
             if fp is None:
                 continue
-            ranked, neighbourhood = self._neighbours(store, indexes, fp, frozenset({seq}))
+            ranked, neighbourhood = self._neighbours(store, indexes, fp, frozenset({seq}), cache)
             for space in SPACES:
                 fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
                 if not fps:
@@ -410,8 +412,10 @@ class DeltaScComputer:
         return Clusters(centroids, members, member_fps, separation, baseline)
 
     # -- one computation ---------------------------------------------------------------------------------------
-    def _neighbours(self, store: Any, indexes: Any, fingerprint: Fingerprint,
-                    exclude: frozenset[int]) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
+    def _neighbours(self, store: Any, indexes: Any, fingerprint: Fingerprint, exclude: frozenset[int],
+                    cache: dict[int, Fingerprint] | None = None) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
+        """The 2k nearest of every indexed space (E12: E1's), `exclude` left out, and the fingerprints of their
+        union (read once; `cache`, when given, keeps them across calls: the leave-one-out loop)."""
         want = 2 * self.k
         ranked: dict[int, list[int]] = {}
         for space in INDEXED_SPACES:
@@ -421,8 +425,12 @@ class DeltaScComputer:
         # one read of every neighbour's whole fingerprint: the spaces share most neighbours, and inject_context
         # ranks its related memories from this same neighbourhood (Retriever.rank) without reading it again
         union = list(dict.fromkeys(seq for seqs in ranked.values() for seq in seqs))
-        neighbourhood = {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
-        return ranked, neighbourhood
+        if cache is None:
+            neighbourhood = {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
+            return ranked, neighbourhood
+        missing = [seq for seq in union if seq not in cache]
+        cache.update((seq, fp) for seq, fp in zip(missing, store.fingerprints(missing)) if fp is not None)
+        return ranked, {seq: cache[seq] for seq in union if seq in cache}
 
     def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], phase_spread: float | None = None,
