@@ -29,7 +29,7 @@ from contextgraph.server import build_server
 from contextgraph.transports.relay import serve_lines
 from contextgraph.transports.wire import read_lines
 
-_PIPE_BUF = select.PIPE_BUF  # a write this small to a writable pipe never blocks
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512)  # a write this small to a writable pipe never blocks (POSIX)
 
 
 def _pollable(fd: int) -> bool:
