@@ -65,7 +65,8 @@ class Perception:
         """The loaded pipeline; waits for the background load (EmbeddingError, retryable, past the wait)."""
         self.start_model_load()
         if not self._ready.is_set():
-            ready = await anyio.to_thread.run_sync(self._ready.wait, self._model_wait)
+            # abandon_on_cancel: a shutdown (SIGINT) during a first-run export must not wait for the export
+            ready = await anyio.to_thread.run_sync(self._ready.wait, self._model_wait, abandon_on_cancel=True)
             if not ready:
                 raise EmbeddingError(f"The embedding model is still loading after {self._model_wait:.0f} s; retry "
                                      "shortly.", retry=True)
