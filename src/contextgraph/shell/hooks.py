@@ -28,12 +28,9 @@ shown to the user, and the session goes on.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
-import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
@@ -65,6 +62,8 @@ def _tuning() -> dict[str, Any]:
 
 def hook_config(script: Path, home: Path | None = None) -> dict[str, Any]:
     """The `hooks` block for Claude Code's settings.json, calling `script` (the absolute console script)."""
+    import shlex  # here and below: imports a hook's own run does not need stay out of its start-up
+
     home_flag = f" --home {shlex.quote(str(home))}" if home else ""
     timeout = int(_limits()["hook_timeout_seconds"])
 
@@ -99,6 +98,8 @@ def merge(settings: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
 def install(project: Path, config: dict[str, Any]) -> tuple[Path, str]:
     """Merge into `<project>/.claude/settings.json`; returns the path and the unified diff (empty: unchanged).
     A settings file that is not a JSON object is refused (ValueError), never overwritten."""
+    import difflib
+
     path = project / ".claude" / "settings.json"
     before_text = path.read_text(encoding="utf-8") if path.exists() else ""
     try:
@@ -270,6 +271,8 @@ def _git_branch(root: Path) -> str:
 
 
 def _recent_commits(root: Path, count: int) -> list[str]:
+    import subprocess
+
     if count <= 0:
         return []
     try:
