@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import REPO_ROOT, format_summary, summarize, write_result  # noqa: E402
+from _stats import REPO_ROOT, format_summary, summarize, write_result
 
 BUDGET_TOOLS_LIST_MS = 2000.0
 RESPONSE_TIMEOUT_S = 30.0
@@ -196,7 +196,8 @@ def import_profile(python: str, env: dict[str, str], module: str, top: int) -> d
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15, help="measured server starts (default 15)")
-    ap.add_argument("--warmup", type=int, default=1, help="unmeasured starts first, to warm .pyc/page cache (default 1)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="unmeasured starts first, to warm .pyc/page cache (default 1)")
     ap.add_argument("--breakdown-runs", type=int, default=5, help="runs per breakdown command (default 5)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the import-time breakdown")
     ap.add_argument("--name", default="cold_start", help="result file name (benchmarks/results/<name>.json)")

@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import format_summary, summarize, write_result  # noqa: E402
+import anyio
+from _stats import format_summary, summarize, write_result
 
-import anyio  # noqa: E402
-
-from contextgraph.app import build_app  # noqa: E402
-from contextgraph.config import Settings  # noqa: E402
-from contextgraph.tools.dispatch import ToolCallFailed  # noqa: E402
+from contextgraph.app import build_app
+from contextgraph.config import Settings
+from contextgraph.tools.dispatch import ToolCallFailed
 
 BUDGET_RESOLVE_NS = 1000.0  # < 1 µs
 BUDGET_PULSE_US = 1000.0  # < 1 ms

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import format_summary, summarize, write_result  # noqa: E402
-from _workload import blas_threads, bench_settings, cpu_hogs, realistic_texts  # noqa: E402
+from _stats import format_summary, summarize, write_result
+from _workload import bench_settings, blas_threads, cpu_hogs, realistic_texts
 
 BUDGET_ALL13_MS = 35.0
 

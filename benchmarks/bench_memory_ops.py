@@ -59,13 +59,19 @@ from pathlib import Path
 from typing import Any, Self
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import format_summary, summarize, write_result  # noqa: E402
-from _workload import (  # noqa: E402
-    BATCH, bench_settings, blas_threads, cpu_hogs, dir_bytes, fill_store, function_pairs, realistic_texts,
+import anyio
+import numpy as np
+from _stats import format_summary, summarize, write_result
+from _workload import (
+    BATCH,
+    bench_settings,
+    blas_threads,
+    cpu_hogs,
+    dir_bytes,
+    fill_store,
+    function_pairs,
+    realistic_texts,
 )
-
-import anyio  # noqa: E402
-import numpy as np  # noqa: E402
 
 BUDGETS_MS = {"search_graph": 30.0, "inject_context": 40.0, "store_memory": 100.0}  # store: curation class
 BUDGET_P99_MS = 60.0
@@ -479,7 +485,8 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
         for i in range(n + 5):
             text, modality = next(texts)
             t0 = perf()
-            await app.services.memory.inject(NewMemory(text, "benchmark: inject breakdown", modality=modality), related_k=5)
+            new = NewMemory(text, "benchmark: inject breakdown", modality=modality)
+            await app.services.memory.inject(new, related_k=5)
             if i >= 5:
                 total.append((perf() - t0) * 1e3)
             else:

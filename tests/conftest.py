@@ -7,11 +7,11 @@ import threading
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-from contextgraph.app import build_app  # noqa: E402
-from contextgraph.config import Settings  # noqa: E402
-from contextgraph.services import perception  # noqa: E402
+from contextgraph.app import build_app
+from contextgraph.config import Settings
+from contextgraph.services import perception
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from contextgraph.storage.codec import encode_fingerprint
 from contextgraph.storage.lmdb_store import LmdbStore
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration" / "storage"))
-from storage_fakes import fingerprint, record, same_fingerprint  # noqa: E402
+from storage_fakes import fingerprint, record, same_fingerprint
 
 # backend name → opens a fresh, empty store under a directory it may use
 BACKENDS: dict[str, Callable[[Path], MemoryStore]] = {

@@ -5,10 +5,8 @@ that follows the store (no canned numbers)."""
 import math
 
 import anyio
-
 import pytest
 from mcp.shared.exceptions import MCPError
-
 
 pytestmark = pytest.mark.anyio
 RATIONALE = "worth keeping for the project"

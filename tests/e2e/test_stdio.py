@@ -100,7 +100,7 @@ def test_raw_json_lines_over_stdio(tmp_path):
 def test_every_request_is_answered_when_stdin_closes_at_once(tmp_path):
     lines = [*handshake("2025-06-18")] + [call(i, "tool_active", {}) for i in range(1, 21)]
     responses, _ = exchange(lines, tmp_path)
-    assert set(responses) == set(range(0, 21))
+    assert set(responses) == set(range(21))
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

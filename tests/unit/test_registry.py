@@ -34,7 +34,8 @@ def test_constitution_holds_the_four_aliases_of_spec_section_3():
 
 def test_alias_resolves_only_when_its_target_exists():
     r = registry([spec("discover_sub_goals", "autonomous")],
-                 [Alias("discover_goals", "discover_sub_goals"), Alias("consolidate_memories", "trigger_consolidation")])
+                 [Alias("discover_goals", "discover_sub_goals"),
+                  Alias("consolidate_memories", "trigger_consolidation")])
     assert r.resolve("discover_goals") == "discover_sub_goals"
     assert r.resolve("discover_sub_goals") == "discover_sub_goals"
     assert r.resolve("consolidate_memories") is None

@@ -12,7 +12,7 @@ import dataclasses
 import re
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import anyio
@@ -43,7 +43,7 @@ SUMMARIZE_METHOD = ("extractive: the sources' distinct sentences in order, dupli
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
 def record_doc(record: MemoryRecord) -> str:
@@ -204,7 +204,7 @@ class CurationService:
             for key in ("domain", "confidence", "notes"):
                 if annotations.get(key) is not None:
                     current[key] = annotations[key]
-            related = [r for r in annotations.get("related_concepts") or []]
+            related = list(annotations.get("related_concepts") or [])
             if related:
                 current["related_concepts"] = list(dict.fromkeys([*current.get("related_concepts", []), *related]))
             linked = []

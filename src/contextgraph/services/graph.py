@@ -4,6 +4,7 @@ snapshot in a worker thread; the path math is in graph.kernels, the cone math in
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections import deque
@@ -142,7 +143,7 @@ class GraphService:
             path = shortest_path(adjacency, source, target, max_hops)
             cycle = first_cycle(cyc_adj, source, max_hops)
             hops = []
-            for a, b in zip(path, path[1:]):
+            for a, b in itertools.pairwise(path):
                 e = edges[(a, b)]
                 hops.append({"from": a, "to": b, **edge_view(e, a)})
             records = {i: self._require(g, i) for i in path}
@@ -264,7 +265,7 @@ class GraphService:
 
         def fn(g: GraphTxn) -> dict[str, Any]:
             found = []
-            for node_id, doc in g.tombstones():
+            for _node_id, doc in g.tombstones():
                 at = doc["deleted_at"]
                 if now - at > self.window_s or (deleted_after is not None and at < deleted_after):
                     continue

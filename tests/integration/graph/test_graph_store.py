@@ -12,7 +12,7 @@ from contextgraph.storage.indexes import IndexSet
 from contextgraph.storage.lmdb_store import LmdbStore
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "storage"))
-from storage_fakes import fingerprint, record  # noqa: E402
+from storage_fakes import fingerprint, record
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_delete_and_restore_are_seen_by_the_indexes(store, tmp_path):
     a = store.put(record(), fp)
     indexes = IndexSet.open(tmp_path / "idx", store)
     assert indexes.search(1, fp[1], 1)[0][0] == a.seq
-    rec, blob, edges = store.graph_write(lambda g: g.delete_memory(a.id))
+    rec, blob, _edges = store.graph_write(lambda g: g.delete_memory(a.id))
     indexes.catch_up(store)
     assert indexes.search(1, fp[1], 1) == []
     restored = store.graph_write(lambda g: g.restore_memory(rec, blob))

@@ -7,11 +7,11 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir  # noqa: E402
-from contextgraph.embedders.base import MemoryInput  # noqa: E402
-from contextgraph.embedders.pipeline import FingerprintPipeline  # noqa: E402
+from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir
+from contextgraph.embedders.base import MemoryInput
+from contextgraph.embedders.pipeline import FingerprintPipeline
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """Graph kernels against naive references: w_eff, reversal hashes, shortest path and cycle detection."""
 
+import itertools
 import random
 
 import pytest
@@ -56,13 +57,13 @@ def test_path_and_cycle_match_naive_reference(seed):
         else:
             assert len(path) == min(len(w) for w in simple_to_target)
             assert path[0] == "0" and path[-1] == target
-            assert all(b in adj[a] for a, b in zip(path, path[1:]))
+            assert all(b in adj[a] for a, b in itertools.pairwise(path))
     cycle = first_cycle(adj, "0", max_hops)
     has_cycle = any(len(set(w)) < len(w) for w in walks)
     assert bool(cycle) == has_cycle
     if cycle:
         assert cycle[-1] in cycle[:-1] and len(cycle) - 1 <= max_hops
-        assert all(b in adj[a] for a, b in zip(cycle, cycle[1:]))
+        assert all(b in adj[a] for a, b in itertools.pairwise(cycle))
 
 
 def test_cycle_reports_the_walk_up_to_the_cycle():
