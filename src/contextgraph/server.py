@@ -14,18 +14,19 @@ import json
 import time
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from contextgraph import __version__
+from contextgraph import __version__, resources
 from contextgraph.app import App
 from contextgraph.log import get_logger
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
@@ -110,6 +111,13 @@ class _ClientLogs:
 
 def build_server(app: App) -> ContextGraphServer:
     bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
+    error_results = ErrorResults.from_constitution(app.constitution)
+    status_subscribers = resources.StatusSubscribers(int(app.constitution.get("transport.log_levels_remembered")))
+
+    async def status_changed() -> None:
+        """After a memory operation: contextgraph://status has changed for its subscribers (both eras)."""
+        await bus.publish(ResourceUpdated(resources.STATUS_URI))
+        await status_subscribers.notify()
     client_logs = _ClientLogs(int(app.constitution.get("transport.log_levels_remembered")))
 
     async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
@@ -143,16 +151,48 @@ def build_server(app: App) -> ContextGraphServer:
                          latency_ms=round((time.perf_counter() - started) * 1000, 3))
             internal = failure.code == app.constitution.error("INTERNAL_ERROR").code
             await client_logs.report(ctx, "error" if internal else "warning", entry)
-            raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
+            message = readable_message(failure.message, failure.data)
+            if failure.code in error_results.codes and error_results.applies(ctx.session.protocol_version):
+                return error_result(failure.code, message, failure.data)
+            raise MCPError(code=failure.code, message=message, data=failure.data) from None
         entry.update(tool=outcome.tool, alias=outcome.alias, outcome="ok",
                      latency_ms=round((time.perf_counter() - started) * 1000, 3))
         await client_logs.report(ctx, "info", entry)
+        if app.registry.specs[outcome.tool].category != "discovery":
+            await status_changed()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(outcome.payload, ensure_ascii=False))],
             structured_content=outcome.payload,
             is_error=False,
             _meta={PULSE_META_KEY: outcome.pulse},
         )
+
+    # Resources, prompts and completion (resources.py): thin registrations; the reads go through the services.
+    async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
+        return resources.list_resources()
+
+    async def list_resource_templates(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
+        return resources.list_resource_templates()
+
+    async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams):
+        return await resources.read_resource(app.services, str(params.uri))
+
+    async def subscribe(ctx: ServerRequestContext, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        status_subscribers.subscribe(session_key(ctx), ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: ServerRequestContext, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        status_subscribers.unsubscribe(session_key(ctx))
+        return types.EmptyResult()
+
+    async def list_prompts(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
+        return resources.list_prompts()
+
+    async def get_prompt(ctx: ServerRequestContext, params: types.GetPromptRequestParams):
+        return await resources.get_prompt(app.services, params.name, params.arguments)
+
+    async def complete(ctx: ServerRequestContext, params: types.CompleteRequestParams):
+        return await resources.complete(app.services, params.ref, params.argument.name, params.argument.value)
 
     with warnings.catch_warnings():  # logging is deprecated from 2026-07-28; handshake-era clients still use it
         warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -164,11 +204,63 @@ def build_server(app: App) -> ContextGraphServer:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_subscriptions_listen=ListenHandler(bus),
+            on_list_resources=list_resources,
+            on_list_resource_templates=list_resource_templates,
+            on_read_resource=read_resource,
+            on_subscribe_resource=subscribe,
+            on_unsubscribe_resource=unsubscribe,
+            on_list_prompts=list_prompts,
+            on_get_prompt=get_prompt,
+            on_completion=complete,
             on_set_logging_level=client_logs.set_level,
         )
     server.middleware.append(_envelope_middleware(app))
     server.middleware.append(_handshake_gate(app))  # inside the envelope, so a refused tools/call gets its pulse
     return server
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResults:
+    """SPEC D17 (SEP-1303): which failures of a tool call come back as a tool result with `isError: true`, and
+    from which protocol version on. Protocol versions are ISO dates, so they compare as strings."""
+
+    since_protocol: str
+    codes: frozenset[int]
+
+    @classmethod
+    def from_constitution(cls, c: Any) -> ErrorResults:
+        table = c.get("server.error_results")
+        return cls(str(table["since_protocol"]), frozenset(c.error(name).code for name in table["codes"]))
+
+    def applies(self, protocol_version: str | None) -> bool:
+        return protocol_version is not None and protocol_version >= self.since_protocol
+
+
+def readable_message(message: str, data: dict[str, Any]) -> str:
+    """The error message with its recovery hint and suggestions in it: hosts (Claude Code, the Inspector) show
+    the message and drop `error.data`, so what the model needs to self-correct must be in the message."""
+    text = message.rstrip()
+    hint = data.get("hint")
+    if isinstance(hint, str) and hint and hint not in text:
+        text += f" Hint: {hint}"
+    suggestions = [str(s) for s in data.get("suggestions") or ()]
+    if suggestions and not all(s in text for s in suggestions):
+        text += " Did you mean: " + ", ".join(suggestions) + "?"
+    return text
+
+
+def error_result(code: int, message: str, data: dict[str, Any]) -> types.CallToolResult:
+    """A refused tool call as a tool result the model reads (SPEC D17): `{code, name, message, hint, field?,
+    allowed?, suggestions?, ..., _cognitive_pulse}` as structuredContent and as JSON text."""
+    body: dict[str, Any] = {"code": code, "name": data.get("error"), "message": message}
+    body.update((k, v) for k, v in data.items() if k not in ("error", PULSE_KEY))
+    body[PULSE_KEY] = data.get(PULSE_KEY)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False, default=str))],
+        structured_content=body,
+        is_error=True,
+        _meta={PULSE_META_KEY: data.get(PULSE_KEY)},
+    )
 
 
 _BEFORE_HANDSHAKE = frozenset({"initialize", "ping"})  # what MCP lets a client send before the handshake

@@ -4,7 +4,7 @@ ONNX transformer (seed 001 TC-CUR and TC-NAV rows)."""
 import time
 
 import pytest
-from mcp.shared.exceptions import MCPError
+from tool_errors import refusal
 
 from contextgraph.storage.base import Edge
 
@@ -24,9 +24,7 @@ async def store(client, content, **extra):
 
 
 async def error(client, name, args):
-    with pytest.raises(MCPError) as info:
-        await client.call_tool(name, args)
-    return info.value
+    return await refusal(client, name, args)
 
 
 async def search_ids(client, query):

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPError
+from tool_errors import refusal
 
 from contextgraph.app import build_app
 from contextgraph.server import build_server
@@ -41,9 +41,7 @@ async def inject(client, content, related_k=3):
 
 
 async def error_of(client, name, arguments):
-    with pytest.raises(MCPError) as caught:
-        await client.call_tool(name, arguments)
-    return caught.value.error
+    return await refusal(client, name, arguments)
 
 
 def stored_fingerprint(app, memory_id):

@@ -6,7 +6,7 @@ import math
 
 import anyio
 import pytest
-from mcp.shared.exceptions import MCPError
+from tool_errors import refusal
 
 pytestmark = pytest.mark.anyio
 RATIONALE = "worth keeping for the project"
@@ -47,13 +47,11 @@ async def test_adjust_coupling_predicts_and_applies(client):
     assert high["predicted_r"] > low["predicted_r"]
     assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 0.0
     for bad in (10.5, -0.1):
-        with pytest.raises(MCPError) as info:
-            await client.call_tool("adjust_coupling", {"new_K": bad})
-        assert info.value.code == -32602 and info.value.data["field"] == "new_K"
-        assert info.value.data.get("min") == 0.0 or info.value.data.get("max") == 10.0
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("adjust_coupling", {})
-    assert info.value.code == -32602
+        info = await refusal(client, "adjust_coupling", {"new_K": bad})
+        assert info.code == -32602 and info.data["field"] == "new_K"
+        assert info.data.get("min") == 0.0 or info.data.get("max") == 10.0
+    info = await refusal(client, "adjust_coupling", {})
+    assert info.code == -32602
     assert (await tool(client, "get_kuramoto_sync"))["coupling"] == 0.0  # refused calls changed nothing
 
 
@@ -116,12 +114,10 @@ async def test_johari_classification_of_a_memory(client):
     other = await tool(client, "get_johari_classification", {"memory_id": lone})
     # the unrelated memory is more novel against its neighbours than a member of the related group
     assert other["per_space"][0]["delta_s"] > out["per_space"][0]["delta_s"]
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("get_johari_classification", {"memory_id": "0" * 32})
-    assert info.value.code == -32012
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("get_johari_classification", {"memory_id": "not-an-id"})
-    assert info.value.code == -32602
+    info = await refusal(client, "get_johari_classification", {"memory_id": "0" * 32})
+    assert info.code == -32012
+    info = await refusal(client, "get_johari_classification", {"memory_id": "not-an-id"})
+    assert info.code == -32602
 
 
 async def test_johari_of_the_only_memory_is_finite(client):

@@ -6,6 +6,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from tool_errors import refusal
 
 from contextgraph.app import build_app
 from contextgraph.server import PULSE_META_KEY, build_server
@@ -43,10 +44,9 @@ async def test_errors_are_jsonrpc_errors_with_code_hint_and_pulse(server, mode):
         assert info.value.code == -32004 and "Unknown tool: no_such_tool" in info.value.message
         assert "tool_find" in info.value.data["hint"]
         assert set(info.value.data["_cognitive_pulse"]) == PULSE_FIELDS
-        with pytest.raises(MCPError) as info:
-            await client.call_tool("get_system_logs", {"level": "loud"})
-        assert info.value.code == -32602 and info.value.data["field"] == "level"
-        assert info.value.data["allowed"] == ["error", "warn", "info", "debug"]
+        refused = await refusal(client, "get_system_logs", {"level": "loud"})  # a tool result here (D17)
+        assert refused.code == -32602 and refused.data["field"] == "level"
+        assert refused.data["allowed"] == ["error", "warn", "info", "debug"]
 
 
 @pytest.mark.parametrize("mode", MODES)

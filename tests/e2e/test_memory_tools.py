@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPError
+from tool_errors import refusal
 
 from contextgraph.app import build_app
 from contextgraph.server import build_server
@@ -59,12 +59,10 @@ async def test_search_options(client):
                                         "s4_alignment_filter", "s5_maxsim_rerank"}
     assert detail["stage4"].startswith("inactive")
     assert len(detail["results"][0]["space_ranks"]) == 13
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("search_graph", {"query": "x", "topK": 101})
-    assert info.value.code == -32602 and info.value.data["max"] == 100
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("search_graph", {"query": "x", "topK": 3, "top_k": 4})
-    assert info.value.code == -32602
+    info = await refusal(client, "search_graph", {"query": "x", "topK": 101})
+    assert info.code == -32602 and info.data["max"] == 100
+    info = await refusal(client, "search_graph", {"query": "x", "topK": 3, "top_k": 4})
+    assert info.code == -32602
 
 
 async def test_empty_store_search_says_so(client):
@@ -83,18 +81,14 @@ async def test_pii_is_redacted_before_storage(client, app):
 
 
 async def test_store_errors(client, app):
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("store_memory", {"content": "no reason given"})
-    assert info.value.code == -32009
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("store_memory", {"content": "x" * 65537, "rationale": RATIONALE})
-    assert info.value.code == -32602 and info.value.data["max_length"] == 65536
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("store_memory", {"content": "c", "rationale": RATIONALE, "modality": "video"})
-    assert "text" in info.value.data["allowed"]
-    with pytest.raises(MCPError) as info:
-        await client.call_tool("store_memory", {"content": "c", "rationale": RATIONALE, "link_to": ["0" * 32]})
-    assert info.value.code == -32012 and info.value.data["missing"] == ["0" * 32]
+    info = await refusal(client, "store_memory", {"content": "no reason given"})
+    assert info.code == -32009
+    info = await refusal(client, "store_memory", {"content": "x" * 65537, "rationale": RATIONALE})
+    assert info.code == -32602 and info.data["max_length"] == 65536
+    info = await refusal(client, "store_memory", {"content": "c", "rationale": RATIONALE, "modality": "video"})
+    assert "text" in info.data["allowed"]
+    info = await refusal(client, "store_memory", {"content": "c", "rationale": RATIONALE, "link_to": ["0" * 32]})
+    assert info.code == -32012 and info.data["missing"] == ["0" * 32]
     assert app.services.storage.store.count() == 0  # failed calls left the store as it was
 
 

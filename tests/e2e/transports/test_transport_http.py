@@ -34,9 +34,9 @@ async def test_sdk_client_over_streamable_http(net_app, mode):
             assert "search_graph" in {t.name for t in (await client.list_tools()).tools}
             result = await client.call_tool("tool_find", {"query": "scratch notes"})
             assert set(result.structured_content["_cognitive_pulse"]) == PULSE_FIELDS
-            with pytest.raises(MCPError) as info:
-                await client.call_tool("get_system_logs", {"level": "loud"})
-            assert info.value.code == -32602 and info.value.data["field"] == "level"
+            refused = await client.call_tool("get_system_logs", {"level": "loud"})  # SPEC D17: a tool result
+            assert refused.is_error and refused.structured_content["code"] == -32602
+            assert refused.structured_content["field"] == "level"
 
 
 async def test_tool_load_notifies_over_http_in_both_eras(make_net_app):
