@@ -78,7 +78,7 @@ async def test_call_uses_a_running_server_and_shares_its_store(net_app, model_ca
                                          check=False)
         assert failed.returncode == 1 and b"-32004" in failed.stderr
         with anyio.fail_after(5):
-            while where.parts["tcp"].connections:  # noqa: ASYNC110 (each call came, and went)
+            while where.parts["tcp"].connections:  # each call came, and went
                 await anyio.sleep(0.02)
 
 
@@ -215,7 +215,7 @@ async def test_hooks_go_through_a_running_server_in_one_connection(net_app, mode
                                              "prompt": "Which VAT rate do the invoices use?"})
         assert "VAT_RATE = 0.21" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
         with anyio.fail_after(5):
-            while where.parts["tcp"].connections:  # noqa: ASYNC110 (each hook's one connection came, and went)
+            while where.parts["tcp"].connections:  # each hook's one connection came, and went
                 await anyio.sleep(0.02)
 
 
