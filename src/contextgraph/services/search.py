@@ -71,9 +71,8 @@ class RetrievalSettings:
 
     def weights_for(self, query_text: str | None) -> dict[int, float]:
         """The space weights for one query (its kind's multipliers; temporal spaces only when it asks about time).
-        No text (a caller with only the fingerprint): the base weights."""
-        if query_text is None:
-            return dict(self.space_weights)
+        No text (a caller with only the fingerprint, e.g. inject_context's related memories): a topical query of
+        no particular kind."""
         return query_weights(dict(self.space_weights), classify(query_text),
                              {k: dict(v) for k, v in self.query_kinds.items()}, self.temporal_only_when_asked)
 

@@ -1,0 +1,197 @@
+"""The retrieval-quality corpora and a fingerprint cache, so that each corpus is embedded once per machine.
+
+Two corpora, one relevant document per query:
+  code   the stdlib function pairs of _workload.function_pairs (query = first docstring sentence, document = the
+         function's source without its docstring, stored as modality "code")
+  prose  Debian package descriptions (query = the one-line synopsis, document = the long description, modality
+         "text"), from apt's English translation index on this machine. Needs the index once:
+         `apt-get update -o Acquire::Languages=en` (the Docker images' apt config turns translations off).
+         Kept: one package per distinct first paragraph (the -dev/-doc/-data siblings of a package repeat it),
+         long descriptions of 25..250 words, synopses of ≥ 3 words that no earlier package used, no
+         transitional/dummy/debug-symbol packages; a seeded sample of --prose-docs of them.
+
+The cache (benchmarks/results/fingerprints/<corpus>-<key>.pkl, gitignored) holds every document's and query's
+full fingerprint from the pipeline plus the token ids of its forward, keyed by the corpus texts and the
+backbone (fp32/int8). Spaces whose embedders changed since (the lexical ones, E6 and E13) are recomputed from the
+text and token ids by `refresh_lexical`, so changing an analyzer does not mean re-running the transformer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import random
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CACHE_DIR = Path(__file__).resolve().parent / "results" / "fingerprints"
+APT_LISTS = Path("/var/lib/apt/lists")
+_SKIP = re.compile(r"transitional|dummy package|debug symbols|metapackage|meta-package|\(data files\)|documentation",
+                   re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    query: str
+    document: str
+    where: str
+
+
+@dataclass
+class CorpusData:
+    name: str
+    modality: str  # of the documents; queries are "text", as search_graph embeds them
+    items: list[Item]
+
+
+def code_corpus() -> CorpusData:
+    from _workload import function_pairs
+
+    return CorpusData("code", "code", [Item(p.query, p.document, p.where) for p in function_pairs()])
+
+
+def _translation_records() -> list[tuple[str, str, str]]:
+    """(package, synopsis, long description) from apt's Translation-en index (main, bookworm)."""
+    files = sorted(APT_LISTS.glob("*_dists_bookworm_main_i18n_Translation-en*"))
+    if not files:
+        raise SystemExit("no Translation-en index: run `apt-get update -o Acquire::Languages=en` first")
+    raw = subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(files[0])], capture_output=True, text=True,
+                         check=True).stdout
+    out = []
+    for block in raw.split("\n\n"):
+        package = synopsis = None
+        body: list[str] = []
+        for line in block.splitlines():
+            if line.startswith("Package: "):
+                package = line[9:].strip()
+            elif line.startswith("Description-en: "):
+                synopsis = line[16:].strip()
+            elif line.startswith(" ") and synopsis is not None:
+                body.append("" if line.strip() == "." else line.strip())
+        if package and synopsis and body:
+            paragraphs = [" ".join(p.split()) for p in "\n".join(body).split("\n\n") if p.strip()]
+            out.append((package, synopsis, "\n\n".join(paragraphs)))
+    return out
+
+
+def prose_corpus(n_docs: int = 2400, seed: int = 20261126) -> CorpusData:
+    seen_first: set[str] = set()
+    seen_query: set[str] = set()
+    eligible: list[Item] = []
+    for package, synopsis, long in _translation_records():
+        first = long.split("\n\n")[0].lower()[:300]
+        q_key = synopsis.lower()
+        words = len(long.split())
+        if first in seen_first or q_key in seen_query:
+            continue
+        seen_first.add(first)
+        seen_query.add(q_key)
+        if not 25 <= words <= 250 or len(synopsis.split()) < 3 or _SKIP.search(synopsis):
+            continue
+        eligible.append(Item(synopsis, long, package))
+    chosen = sorted(random.Random(seed).sample(range(len(eligible)), min(n_docs, len(eligible))))
+    return CorpusData("prose", "text", [eligible[i] for i in chosen])
+
+
+def corpus(name: str, **kw: Any) -> CorpusData:
+    return {"code": code_corpus, "prose": prose_corpus}[name](**kw)
+
+
+# --- the fingerprint cache -----------------------------------------------------------------------------------------
+
+@dataclass
+class Embedded:
+    docs: list[dict]  # fingerprints, doc i dated t0 - n + i (one second apart), global position i + 1
+    queries: list[dict]  # fingerprints of the queries, dated t0, at the head of the store
+    doc_ids: list[np.ndarray]  # non-special token ids of each document's forward (E13's input)
+    query_ids: list[np.ndarray]
+    t0: float
+
+
+def _key(data: CorpusData, runtime: str) -> str:
+    h = hashlib.sha256(runtime.encode())
+    for it in data.items:
+        h.update(it.query.encode())
+        h.update(b"\0")
+        h.update(it.document.encode())
+        h.update(b"\1")
+    return h.hexdigest()[:16]
+
+
+def embed_corpus(data: CorpusData, pipeline: Any, batch: int = 128, log: Any = print) -> Embedded:
+    """Every document's and query's fingerprint, from the cache when there is one for these texts and this
+    backbone; else computed (slow: the transformer) and cached."""
+    from contextgraph.embedders.pipeline import Draft
+
+    runtime = str(getattr(pipeline.backbone, "runtime", "")) + str(getattr(pipeline.backbone, "quantized", ""))
+    path = CACHE_DIR / f"{data.name}-{_key(data, runtime)}.pkl"
+    if path.exists():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    n = len(data.items)
+    t0 = time.time()
+    out = Embedded([], [], [], [], t0)
+    started = time.perf_counter()
+    for kind, texts, modality in (("docs", [it.document for it in data.items], data.modality),
+                                  ("queries", [it.query for it in data.items], "text")):
+        for lo in range(0, n, batch):
+            chunk = texts[lo : lo + batch]
+            if kind == "docs":
+                drafts = [Draft(text=t, modality=modality, timestamp=t0 - n + lo + i, session_position=lo + i,
+                                global_position=lo + i + 1) for i, t in enumerate(chunk)]
+            else:
+                drafts = [Draft(text=t, modality=modality, timestamp=t0, session_position=0, global_position=n + 1)
+                          for t in chunk]
+            fps, inputs = pipeline._embed(drafts)
+            getattr(out, kind).extend(fps)
+            ids = [inp.encoded.token_ids[~inp.encoded.special].astype(np.int32) for inp in inputs]
+            (out.doc_ids if kind == "docs" else out.query_ids).extend(ids)
+            log(f"[{data.name}] embedded {kind} {lo + len(chunk)}/{n} ({time.perf_counter() - started:.0f} s)")
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.rename(path)
+    return out
+
+
+def refresh_lexical(data: CorpusData, emb: Embedded, pipeline: Any) -> None:
+    """Recompute E6 (from the text) and E13 (from the forward's token ids) with the current embedders, in place."""
+    from contextgraph.fingerprint import Sparse  # noqa: F401  (the embedders return it)
+
+    e6 = next(e for e in pipeline.embedders if e.space == 6)
+    e13 = next(e for e in pipeline.embedders if e.space == 13)
+    for fps, texts, ids in ((emb.docs, [it.document for it in data.items], emb.doc_ids),
+                            (emb.queries, [it.query for it in data.items], emb.query_ids)):
+        for fp, text, tok in zip(fps, texts, ids):
+            fp[6] = e6.embed_text(text)
+            fp[13] = e13.from_ids(tok) if hasattr(e13, "from_ids") else fp[13]
+
+
+def halves(n: int, seed: int = 1234) -> dict[str, np.ndarray]:
+    """A seeded split of the queries into tune and test halves (and all)."""
+    order = np.random.default_rng(seed).permutation(n)
+    return {"all": np.arange(n), "tune": np.sort(order[: n // 2]), "test": np.sort(order[n // 2 :])}
+
+
+def write_texts(data: CorpusData, directory: Path) -> None:  # pragma: no cover - for eyeballing a corpus
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / f"{data.name}.tsv", "w") as f:
+        for it in data.items:
+            f.write(f"{it.where}\t{it.query}\t{' '.join(it.document.split())[:300]}\n")
+
+
+def sizes(data: CorpusData) -> dict[str, Any]:
+    q = [len(it.query.split()) for it in data.items]
+    d = [len(it.document.split()) for it in data.items]
+    return {"pairs": len(data.items), "query_words_median": float(np.median(q)),
+            "doc_words_median": float(np.median(d))}
+
+
+
