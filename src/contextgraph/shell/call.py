@@ -118,9 +118,13 @@ class RemoteSession:
             return _failed(answer["error"], self.via)
         result = answer.get("result") or {}
         payload = result.get("structuredContent")
+        text = next((c.get("text") for c in result.get("content", []) if c.get("type") == "text"), None)
+        if result.get("isError"):  # sessions from 2025-11-25 on: a refusal is a tool result the model can read
+            data = payload if isinstance(payload, dict) else {}
+            return CallResult(False, self.via, code=data.get("code"), message=data.get("message") or text,
+                              data={**data, "error": data.get("name") or data.get("error")})
         if payload is None:  # a server without structured output: the payload is the text item
-            text = next((c.get("text") for c in result.get("content", []) if c.get("type") == "text"), "{}")
-            payload = json.loads(text)
+            payload = json.loads(text or "{}")
         return CallResult(True, self.via, payload=payload)
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from transport_helpers import PULSE_FIELDS, serving
 from contextgraph import cli
 from contextgraph.app import build_app
 from contextgraph.shell import hooks
+from contextgraph.shell.call import call_remote, describe_failure
 
 SCRIPT = Path(sys.executable).parent / "contextgraph"
 CLOSED_PORT = "1"  # nothing listens there: `call` runs in-process
@@ -80,6 +81,20 @@ async def test_call_uses_a_running_server_and_shares_its_store(net_app, model_ca
         with anyio.fail_after(5):
             while where.parts["tcp"].connections:  # each call came, and went
                 await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+async def test_call_reads_a_refusal_returned_as_a_tool_result(net_app):
+    """In sessions from 2025-11-25 on the server returns argument errors as isError tool results (SPEC D17):
+    `call` reports them as failures with their code and hint, as it does JSON-RPC errors."""
+    async with serving(net_app, ("tcp",)) as where:
+        settings = net_app.settings.__class__.from_env({**os.environ, "CONTEXTGRAPH_HOME": str(net_app.settings.home),
+                                                         "CONTEXTGRAPH_PORT": str(where.tcp[1])})
+        for version in ("2025-06-18", "2025-11-25"):
+            result = await anyio.to_thread.run_sync(lambda v=version: call_remote(
+                settings, "tool_find", {"limit": 1000}, connect_seconds=2, timeout_seconds=30, protocol_version=v))
+            assert not result.ok and result.code == -32602, (version, result)
+            assert result.data.get("hint") and "-32602" in describe_failure("tool_find", result)
 
 
 def test_hooks_prints_a_claude_code_configuration(capsys):
