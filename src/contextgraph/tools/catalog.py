@@ -17,14 +17,17 @@ CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, curation, navigation
 
 def build_registry(constitution: Constitution, profile: str,
                    modules: Sequence[ModuleType] = CATEGORY_MODULES) -> Registry:
-    profiles = constitution.get("server.profiles")
-    categories = profiles[profile]
-    return Registry(
+    chosen = constitution.get("server.profiles")[profile]  # "*", or {categories: [...], tools: [...]}
+    everything = chosen == "*"
+    registry = Registry(
         (spec for module in modules for spec in module.TOOLS),
         [Alias(str(a["alias"]), str(a["target"])) for a in constitution["tool_aliases"]],
         retired=constitution["retired_tools"],
         categories=constitution["categories"],
-        active_categories=None if categories == "*" else categories,
+        active_categories=None if everything else chosen.get("categories", ()),
         name_pattern=constitution["tool_name_pattern"],
         discovery_settings=constitution["discovery"],
     )
+    if not everything:
+        registry.activate(name for name in chosen.get("tools", ()) if name in registry.specs)
+    return registry

@@ -25,11 +25,10 @@ Modality = Literal[MODALITIES]  # type: ignore[valid-type]
 class _MemoryArgs(Args):
     content: Annotated[str, REDACTED_ON_STORE, NOT_BLANK] = Field(
         min_length=_V["content"]["min_length"], max_length=_V["content"]["max_length"],
-        description="The memory's text. API keys, passwords, tokens, SSNs and card numbers are redacted before "
-                    "anything is stored.")
+        description="The memory's text; secrets and PII are redacted before storing.")
     rationale: Annotated[str, REDACTED_ON_STORE, NOT_BLANK] = Field(
         min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
-        description="Why this is worth remembering (10-1000 characters).")
+        description="Why this is worth remembering.")
     modality: Modality = Field("text", description="What kind of content this is.")
     importance: float = Field(0.5, ge=_V["importance"]["min"], le=_V["importance"]["max"],
                               description="How much this matters, 0-1.")
@@ -38,7 +37,7 @@ class _MemoryArgs(Args):
     link_to: list[MemoryId] = Field(default_factory=list, max_length=32,
                                description="Ids of existing memories this one relates to.")
     session_id: str | None = Field(None, min_length=1, max_length=128,
-                                   description="Groups memories of one working session; defaults to the connection.")
+                                   description="Working session it belongs to; defaults to the connection's.")
 
     def to_new_memory(self, ctx: ToolContext) -> NewMemory:
         return NewMemory(
@@ -146,9 +145,8 @@ TOOLS = (
     ToolSpec(
         "store_memory",
         "core",
-        "Store a memory: content plus a rationale, with tags, modality, importance and optional links to existing "
-        "memories. It gets a 13-embedding fingerprint and is durable when this returns. Search first to avoid "
-        "duplicates.",
+        "Store a memory (content plus why it matters); durable when this returns. Search first to avoid "
+        "duplicates; inject_context also returns its novelty and the related memories.",
         StoreArgs,
         store_memory,
         keywords=("remember", "save", "write", "add", "note", "persist"),
@@ -156,8 +154,8 @@ TOOLS = (
     ToolSpec(
         "inject_context",
         "core",
-        "Store context with UTL analysis: returns how novel it is per embedding space (entropy), how well it "
-        "connects (coherence), the learning score, and the memories most related to it.",
+        "Store a memory and get feedback: its novelty (entropy) and fit (coherence) per embedding space, the "
+        "learning score, and the most related memories.",
         InjectArgs,
         inject_context,
         keywords=("learn", "ingest", "context", "novelty", "related", "utl"),

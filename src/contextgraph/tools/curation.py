@@ -24,11 +24,10 @@ class MergeArgs(Args):
     target_name: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=1, max_length=256,
                                                    description="Name for the merged node.")
     merge_strategy: Literal["summarize", "keep_highest", "concatenate"] = Field(
-        "summarize", description="summarize: extractive (distinct sentences, no LLM); keep_highest: the content of "
-                                 "the most important source; concatenate: all contents joined.")
+        "summarize", description="summarize: their distinct sentences; keep_highest: the most important one's "
+                                 "content; concatenate: all joined.")
     rationale: Annotated[str, FREE_TEXT] = Rationale
-    force_merge: bool = Field(False, description="When priors are incompatible (E1 cosine < 0.7), link the nodes "
-                                                 "with Relational edges instead of failing.")
+    force_merge: bool = Field(False, description="Link dissimilar nodes with Relational edges instead of failing.")
 
 
 async def merge_concepts(ctx: ToolContext, args: MergeArgs) -> dict[str, Any]:
@@ -94,9 +93,8 @@ TOOLS = (
     ToolSpec(
         "merge_concepts",
         "curation",
-        "Merge duplicate or closely related memories into one node (strategies summarize, keep_highest, "
-        "concatenate); the merged node inherits their edges, and the returned reversal_hash undoes it for 30 days. "
-        "Nodes with incompatible priors (E1 cosine < 0.7) are refused unless force_merge, which links them instead.",
+        "Merge near-duplicate memories into one node that inherits their edges; the returned reversal_hash undoes "
+        "it for 30 days. Dissimilar nodes (E1 cosine < 0.7) are refused unless force_merge, which links them.",
         MergeArgs,
         merge_concepts,
         keywords=("merge", "dedupe", "duplicate", "combine", "consolidate", "curate"),

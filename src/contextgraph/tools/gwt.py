@@ -20,8 +20,7 @@ from contextgraph.tools.validation import MemoryId
 _C = constitution()
 _K = _C["gwt"]["kuramoto"]["coupling"]
 SessionId = Field(None, min_length=1, max_length=128,
-                  description="Accepted for seed 004 compatibility; the engine is one per server, so every "
-                              "session sees the same state.")
+                  description="Ignored (seed 004 compatibility): all sessions share one engine.")
 
 
 class SyncArgs(Args):
@@ -60,8 +59,7 @@ async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> 
 
 
 class JohariArgs(Args):
-    memory_id: MemoryId = Field(description="Id of the stored memory to classify: 32 hex characters, or the "
-                                            "same UUID with hyphens.")
+    memory_id: MemoryId = Field(description="Id of the stored memory to classify.")
     spellings: ClassVar[dict[str, str]] = {"node_id": "memory_id"}  # the seeds' name for it (issue 11.8)
 
 
@@ -89,8 +87,7 @@ async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
 
 
 class BroadcastArgs(Args):
-    memory_id: MemoryId = Field(description="Id of the stored memory to broadcast: 32 hex characters, or the "
-                                            "same UUID with hyphens.")
+    memory_id: MemoryId = Field(description="Id of the stored memory to broadcast.")
     importance: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False, description="Importance score [0, 1].")
     alignment: float = Field(0.8, ge=0.0, le=1.0, allow_inf_nan=False,
                              description="North-star alignment score [0, 1].")

@@ -62,7 +62,7 @@ class Args(BaseModel):
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        schema = super().model_json_schema(*args, **kwargs)
+        schema = compact_schema(super().model_json_schema(*args, **kwargs))
         properties = schema.get("properties", {})
         required = schema.get("required", [])
         for alternate, field in cls.spellings.items():
@@ -73,6 +73,27 @@ class Args(BaseModel):
         if "required" in schema and not required:
             del schema["required"]
         return schema
+
+
+def compact_schema(node: Any) -> Any:
+    """What a model needs of a pydantic JSON Schema, at a fraction of its size (every tools/list goes into every
+    host request, issue 13.4): no generated `title`s (the property name says it), and an optional argument is
+    its type with its default rather than `anyOf [type, null]` + `default: null` (leaving it out is how a model
+    says "none"; an explicit null is still accepted)."""
+    if isinstance(node, list):
+        return [compact_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: compact_schema(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options and "default" in out:
+        (kept,) = [o for o in options if o != {"type": "null"}]
+        if "$ref" not in kept:  # a $ref beside siblings is fine in 2020-12, but keep refs as pydantic made them
+            del out["anyOf"]
+            if out["default"] is None:
+                del out["default"]
+            out = {**kept, **out}
+    return out
 
 
 # (ToolContext, validated Args) → payload. Typed loosely here: the registry is data and must not import the

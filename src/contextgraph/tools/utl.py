@@ -14,23 +14,21 @@ from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK, MemoryId
 
 _V = constitution()["validation"]
-FINGERPRINT = ("A teleological fingerprint: an object with all 13 spaces E1..E13 (ARCH-05). dense = list of "
-               "numbers, sparse = {indices, values}, binary = list of bytes, multivector = list of vectors; "
-               "dimensions as get_graph_manifest reports them.")
+FINGERPRINT = ("Object with all 13 spaces E1..E13: dense = numbers, sparse = {indices, values}, binary = bytes, "
+               "multivector = vectors; dimensions per get_graph_manifest.")
 CONTENT_BOUNDS = {"min_length": _V["content"]["min_length"], "max_length": _V["content"]["max_length"]}
 
 
 class DeltaScArgs(Args):
-    vertex_id: MemoryId = Field(description="Id of the stored memory being updated: a UUID, with or "
-                                                     "without hyphens (memory ids are 32 hex characters).")
-    new_fingerprint: dict[str, Any] | None = Field(None, description="The updated vertex's fingerprint. "
+    vertex_id: MemoryId = Field(description="Id of the stored memory being updated.")
+    new_fingerprint: dict[str, Any] | None = Field(None, description="The new version's fingerprint. "
                                                    + FINGERPRINT)
     new_content: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(
-        None, **CONTENT_BOUNDS, description="The updated text, embedded here (instead of new_fingerprint).")
-    old_fingerprint: dict[str, Any] | None = Field(None, description="The version before the update; defaults "
-                                                   "to the stored fingerprint. " + FINGERPRINT)
+        None, **CONTENT_BOUNDS, description="The new text (instead of new_fingerprint).")
+    old_fingerprint: dict[str, Any] | None = Field(None, description="The old version's fingerprint; defaults "
+                                                   "to the stored one. Same shape as new_fingerprint.")
     old_content: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(
-        None, **CONTENT_BOUNDS, description="The text before the update, embedded here (instead of old_fingerprint).")
+        None, **CONTENT_BOUNDS, description="The old text (instead of old_fingerprint).")
     include_diagnostics: bool = Field(False, description="Add per-space connectivity, ClusterFit, consistency, "
                                                          "neighbour counts, edge weights and timings.")
 
@@ -55,9 +53,9 @@ TOOLS = (
     ToolSpec(
         "compute_delta_sc",
         "utl",
-        "Compute the entropy (Delta-S) and coherence (Delta-C) of an update to a stored memory: per embedding "
-        "space, with the method used, the aggregates, the Johari quadrant, and the change from the old version. "
-        "Give the new version as content or as a full 13-space fingerprint. Read-only.",
+        "Measure an update to a stored memory without applying it: entropy (Delta-S) and coherence (Delta-C) per "
+        "embedding space and aggregated, with the Johari quadrant. Give the new version as new_content or "
+        "new_fingerprint. Read-only.",
         DeltaScArgs,
         compute_delta_sc,
         keywords=("delta", "entropy", "coherence", "surprise", "utl", "update", "johari"),

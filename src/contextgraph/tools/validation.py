@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from contextgraph.errors import InvalidParams
@@ -22,9 +22,12 @@ def canonical_memory_id(value: str) -> str:
     return value.replace("-", "").lower()
 
 
-MemoryId = Annotated[str, Field(min_length=32, max_length=36, pattern=UUID_PATTERN,
-                                description="A memory's id: 32 hex characters, or the same UUID with hyphens."),
-                     AfterValidator(canonical_memory_id)]
+# Validated against the full pattern; listed without it (90 characters in every id field of every tools/list,
+# issue 13.4): a wrong id is refused with a message that says what an id looks like.
+MemoryId = Annotated[str, Field(min_length=32, max_length=36, pattern=UUID_PATTERN),
+                     AfterValidator(canonical_memory_id),
+                     WithJsonSchema({"type": "string", "minLength": 32, "maxLength": 36,
+                                     "description": "Memory id: 32 hex characters (UUID hyphens allowed)."})]
 
 
 def _not_blank(value: Any) -> Any:
