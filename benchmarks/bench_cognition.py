@@ -324,7 +324,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     queries = [p.query for p in function_pairs()]
     random.Random(args.seed).shuffle(queries)
     query_iter = itertools.cycle(queries)
-    filler = Filler(app, pipeline, args.distinct, horizon=max(sizes), seed=args.seed)
+    filler = Filler(_FillTarget(app), pipeline, args.distinct, horizon=max(sizes), seed=args.seed)
     texts = itertools.islice(realistic_texts(args.seed + 1), 40_000, None)
     rng = random.Random(args.seed)
     async with Client(build_server(app), mode="legacy") as client:
@@ -371,6 +371,30 @@ def print_table(results: dict[str, Any]) -> None:
             r = results["sizes"][s]["pulse"][key]
             cells.append(f"{r['median']:.1f} / {r['p95']:.1f} / {r['p99']:.1f} µs {'ok' if r['budget_met'] else 'OVER'}")
         print(f"{'pulse ' + key[:-3]:<36}" + "".join(f"{c:>32}" for c in cells) + "   < 1000 µs")
+
+
+class _FillTarget:
+    """What bench_memory_ops.Filler and _workload.fill_store read from an app (`app.memory` with `open()`,
+    `record_store`, `indexes`; `app.services`), over the Services bundle."""
+
+    class _Memory:
+        def __init__(self, services: Any) -> None:
+            self._storage = services.storage
+
+        def open(self) -> None:
+            self._storage.open()
+
+        @property
+        def record_store(self) -> Any:
+            return self._storage.store
+
+        @property
+        def indexes(self) -> Any:
+            return self._storage.indexes
+
+    def __init__(self, app: Any) -> None:
+        self.services = app.services
+        self.memory = self._Memory(app.services)
 
 
 def main() -> int:

@@ -17,7 +17,9 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
                        connectivity_threshold until there are clusters): mean of (s − θ)/(1 − θ) clipped to
                        [0, 1]; for E8 (the graph space) the vertex's own edge weights when it has edges
          ClusterFit    a silhouette against spherical k-means clusters of stored E1 vectors, measured in each
-                       space's own distance to each cluster's prototype members; far from every cluster < 0.5
+                       space's own distance to each cluster's prototype members (E12: E1's, whose neighbours
+                       it borrows; MaxSim over every prototype would cost more than the rest together); far
+                       from every cluster < 0.5
          Consistency   1 − 4·mean squared difference of the engine's recent per-operation coherence from this
                        operation's own (its coherence with full consistency)
     L    = sigmoid(2·Στλ_S ΔS · Στλ_C ΔC · wₑ · cos φ) with φ the memory's own binding spread (SPEC D19): its
@@ -61,6 +63,7 @@ from contextgraph.utl.johari import classify
 GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Mahalanobis + cosine)
 SPARSE_SPACES = (6, 13)
 GRAPH_SPACE = 8
+LATE_INTERACTION = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +284,7 @@ class DeltaScComputer:
         self.components = int(g["components"])
         self.refit_growth = float(g["refit_growth"])
         cal = utl.get("calibration", {}) or {}
-        self.loo_samples = int(cal.get("loo_samples", 48))
+        self.loo_samples = int(cal.get("loo_samples", 32))
         self.quick_loo_samples = int(cal.get("quick_loo_samples", 12))
         self.quick_max_samples = int(cal.get("quick_max_samples", 200))
         self.sync_below = int(cal.get("sync_below", 8))  # up to this many memories the model refits in the caller
@@ -289,8 +292,8 @@ class DeltaScComputer:
         slope = cal.get("slope", {}) or {}
         self.slope_bounds = (float(slope.get("min", 1.0)), float(slope.get("max", 1.5)))
         cl = utl.get("clusters", {}) or {}
-        self.per_cluster = int(cl.get("prototypes", 4))
-        self.max_clusters = int(cl.get("max", 24))
+        self.per_cluster = int(cl.get("prototypes", 3))
+        self.max_clusters = int(cl.get("max", 16))
         self.considered = int(cl.get("considered", 4))
         self._models = RefitCache("store-model")
         self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth)
@@ -405,10 +408,14 @@ class DeltaScComputer:
         owner = np.repeat(np.arange(len(members)), [len(g) for g in members])
         across = owner[:, None] != owner[None, :]
         for space in SPACES:
+            if space.id == LATE_INTERACTION:  # measured by E1 (below): E12 borrows E1's neighbours too
+                continue
             dist = np.stack([1.0 - space_similarities(by_space, space, f, flat_fps) for f in flat_fps])
             np.fill_diagonal(dist, 0.0)
             separation[space.id] = dc.separations(dist, groups_idx)
             baseline[space.id] = float(np.median(1.0 - dist[across]))
+        separation[LATE_INTERACTION] = separation[1]
+        baseline[LATE_INTERACTION] = baseline[1]
         return Clusters(centroids, members, member_fps, separation, baseline)
 
     # -- one computation ---------------------------------------------------------------------------------------
@@ -498,9 +505,14 @@ class DeltaScComputer:
         flat = [f for _, fps in chosen for f in fps]
         bounds = np.cumsum([0] + [len(fps) for _, fps in chosen])
         for space in SPACES:  # one similarity call per space over every chosen prototype
+            if space.id == LATE_INTERACTION:
+                continue
             dist = 1.0 - space_similarities(by_space, space, fp, flat)
             out[space.id] = [(dist[bounds[j]:bounds[j + 1]], float(cl.separation[space.id][c]))
                              for j, (c, _) in enumerate(chosen)]
+        # E12's MaxSim over every prototype's token matrix costs more than the rest together; its ClusterFit
+        # is E1's, as its neighbours are E1's
+        out[LATE_INTERACTION] = out[1]
         return out
 
     def _space(self, store: Any, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
@@ -611,6 +623,10 @@ def utl_payload(result: DeltaSc, constitution: Any) -> dict[str, Any]:
         "entropy": round(result.entropy, p),
         "coherence": round(result.coherence, p),
         "learningScore": round(result.learning_score, p),
+        # D19: L̂, the engine's prediction from E1 alone before the other spaces were scored (meta-cognition
+        # compares the two), and φ, the memory's own binding phase spread in L's cos φ
+        "predictedLearningScore": round(result.predicted_learning_score, p),
+        "phaseSpread": round(result.phase_spread, p),
         "johariQuadrant": result.quadrant,
         "suggestedAction": constitution["utl"]["johari_actions"][result.quadrant],
         "surprise": round(max(result.delta_s), p),
