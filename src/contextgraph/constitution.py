@@ -73,7 +73,8 @@ def _locate() -> Path:
 def load(path: Path | None = None) -> Constitution:
     path = path or _locate()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # libyaml's C loader when the wheel has it: 4 ms instead of 82 ms, paid by every process (hooks, CLI)
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError) as exc:
         raise ConstitutionError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict) or "errors" not in data:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
 from contextgraph.embedders.vectors import l2_normalize
@@ -29,7 +30,10 @@ SEED = 20_251_112
 def projection(hidden: int, dim: int = TOKEN_DIM, seed: int = SEED) -> np.ndarray:
     """float32 [hidden, dim] with orthonormal columns (dim ≤ hidden)."""
     gaussian = np.random.default_rng(seed).standard_normal((hidden, dim))
-    q, r = np.linalg.qr(gaussian)
+    # One thread: this 384×128 QR takes ~10 ms that way, while starting OpenBLAS's pool for it on a busy 2-core
+    # machine took 0.27-2.4 s, and it runs on the first store's path (measured by benchmarks/bench_hooks.py).
+    with threadpool_limits(limits=1, user_api="blas"):
+        q, r = np.linalg.qr(gaussian)
     # Fix the signs (QR is unique only up to them) so the matrix does not depend on the LAPACK build.
     return (q * np.sign(np.diag(r))).astype(np.float32)
 
