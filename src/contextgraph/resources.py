@@ -4,8 +4,8 @@ attach context (the Inspector, Claude Code's @-mentions and slash commands) rath
 Protocol adapters only, like server.py: every read goes through the Services bundle (graph, memory, the memetic
 status), never the store; server.py registers the handlers.
 
-* resources: `contextgraph://status` (the memetic status and the pulse, subscribable), `contextgraph://recent`
-  (the most recent memories) and the template `contextgraph://memory/{id}` (one memory, by id or id prefix);
+* resources: `contextgraph://status` (the memetic status and the pulse) and `contextgraph://recent` (the most
+  recent memories), both subscribable, and the template `contextgraph://memory/{id}` (one memory, by id or id prefix);
 * prompts: `recall` (what we know about a topic, with the matching memories), `curate_duplicates` (the
   near-duplicate pairs to merge), `session_summary` (summarise a session's memories and store the summary);
 * completion: memory ids by prefix for the template, tags for `recall`'s topic, sessions for `session_summary`.
@@ -85,32 +85,39 @@ async def read_resource(services: Services, uri: str) -> types.ReadResourceResul
     raise _invalid(f"Resource not found: {uri}. Readable: {STATUS_URI}, {RECENT_URI}, {MEMORY_TEMPLATE}.", uri=uri)
 
 
-class StatusSubscribers:
-    """resources/subscribe for contextgraph://status (handshake-era sessions; 2026-07-28 clients listen on
-    subscriptions/listen instead). A subscriber is remembered by its session key with the request's session
-    proxy, whose standalone channel outlives the request; after each memory operation every subscriber gets
-    `notifications/resources/updated`. A subscriber whose connection is gone is dropped on the first failed send."""
+CHANGING = (STATUS_URI, RECENT_URI)  # what a memory operation changes; subscribers of these are notified
+
+
+class Subscribers:
+    """resources/subscribe (handshake-era sessions; 2026-07-28 clients listen on subscriptions/listen instead).
+    Any URI is honoured, as the SDK's listen handler honours one (a subscription to a resource that never changes
+    simply never fires); contextgraph://status and contextgraph://recent change with every memory operation, and
+    their subscribers then get `notifications/resources/updated`. A subscriber is remembered by its session key
+    with the request's session proxy, whose standalone channel outlives the request; one whose connection is gone
+    is dropped on the first failed send."""
 
     def __init__(self, remembered: int) -> None:
-        self.sessions: dict[str, Any] = {}
+        self.sessions: dict[str, tuple[Any, set[str]]] = {}
         self.remembered = remembered
 
     def subscribe(self, key: str, session: Any, uri: str) -> None:
-        if uri != STATUS_URI:
-            raise _invalid(f"Only {STATUS_URI} can be subscribed to; {uri} does not change on its own.", uri=uri)
-        self.sessions.pop(key, None)
-        self.sessions[key] = session
+        _, uris = self.sessions.pop(key, (None, set()))
+        self.sessions[key] = (session, uris | {uri})
         while len(self.sessions) > self.remembered:
             self.sessions.pop(next(iter(self.sessions)))
 
-    def unsubscribe(self, key: str) -> None:
-        self.sessions.pop(key, None)
+    def unsubscribe(self, key: str, uri: str) -> None:
+        _, uris = self.sessions.get(key, (None, set()))
+        uris.discard(uri)
+        if not uris:
+            self.sessions.pop(key, None)
 
-    async def notify(self) -> None:
-        for key, session in list(self.sessions.items()):
+    async def notify(self, changed: tuple[str, ...] = CHANGING) -> None:
+        for key, (session, uris) in list(self.sessions.items()):
             try:
-                with anyio.fail_after(1.0):  # a stalled client never holds up the call that changed the status
-                    await session.send_resource_updated(STATUS_URI)
+                for uri in (u for u in changed if u in uris):
+                    with anyio.fail_after(1.0):  # a stalled client never holds up the call that changed it
+                        await session.send_resource_updated(uri)
             except Exception:
                 self.sessions.pop(key, None)
 

@@ -112,12 +112,13 @@ class _ClientLogs:
 def build_server(app: App) -> ContextGraphServer:
     bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
     error_results = ErrorResults.from_constitution(app.constitution)
-    status_subscribers = resources.StatusSubscribers(int(app.constitution.get("transport.log_levels_remembered")))
+    subscribers = resources.Subscribers(int(app.constitution.get("transport.log_levels_remembered")))
 
-    async def status_changed() -> None:
-        """After a memory operation: contextgraph://status has changed for its subscribers (both eras)."""
-        await bus.publish(ResourceUpdated(resources.STATUS_URI))
-        await status_subscribers.notify()
+    async def memory_changed() -> None:
+        """After a memory operation: the status and recent resources changed, for their subscribers (both eras)."""
+        for uri in resources.CHANGING:
+            await bus.publish(ResourceUpdated(uri))
+        await subscribers.notify()
     client_logs = _ClientLogs(int(app.constitution.get("transport.log_levels_remembered")))
 
     async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
@@ -159,7 +160,7 @@ def build_server(app: App) -> ContextGraphServer:
                      latency_ms=round((time.perf_counter() - started) * 1000, 3))
         await client_logs.report(ctx, "info", entry)
         if app.registry.specs[outcome.tool].category != "discovery":
-            await status_changed()
+            await memory_changed()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(outcome.payload, ensure_ascii=False))],
             structured_content=outcome.payload,
@@ -178,11 +179,11 @@ def build_server(app: App) -> ContextGraphServer:
         return await resources.read_resource(app.services, str(params.uri))
 
     async def subscribe(ctx: ServerRequestContext, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        status_subscribers.subscribe(session_key(ctx), ctx.session, str(params.uri))
+        subscribers.subscribe(session_key(ctx), ctx.session, str(params.uri))
         return types.EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        status_subscribers.unsubscribe(session_key(ctx))
+        subscribers.unsubscribe(session_key(ctx), str(params.uri))
         return types.EmptyResult()
 
     async def list_prompts(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):

@@ -59,25 +59,31 @@ async def test_resources_list_read_and_template(app, mode):
             await client.read_resource("contextgraph://nothing")
 
 
-@pytest.mark.filterwarnings("ignore:resources/.*subscribe is removed:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # handshake-era subscribe
 async def test_status_subscription_notifies_after_a_memory_operation(app):
     updated = anyio.Event()
+    uris = []
 
     async def on_message(message):
-        if isinstance(message, types.ResourceUpdatedNotification) and message.params.uri == "contextgraph://status":
-            updated.set()
+        if isinstance(message, types.ResourceUpdatedNotification):
+            uris.append(message.params.uri)
+            if message.params.uri == "contextgraph://status":
+                updated.set()
 
     async with Client(build_server(app), mode="legacy", message_handler=on_message) as client:
         assert client.server_capabilities.resources.subscribe is True
-        with pytest.raises(MCPError):
-            await client.subscribe_resource("contextgraph://recent")  # only the status changes on its own
+        await client.subscribe_resource("contextgraph://memory/" + "0" * 32)  # honoured; it never fires
         await client.subscribe_resource("contextgraph://status")
         await client.call_tool("tool_active", {})  # discovery tools do not change the status
         assert not updated.is_set()
         await store(client, DEPLOY)
         with anyio.fail_after(5):
             await updated.wait()
+        assert uris == ["contextgraph://status"]  # not recent: this client did not subscribe to it
         await client.unsubscribe_resource("contextgraph://status")
+        await store(client, BREAD)
+        await client.call_tool("tool_active", {})  # a round trip after the store, so a stray update would be here
+        assert uris == ["contextgraph://status"]
 
 
 async def test_status_updates_reach_a_discover_mode_listener(app):
