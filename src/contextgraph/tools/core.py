@@ -190,9 +190,8 @@ TOOLS = (
     ToolSpec(
         "get_memetic_status",
         "core",
-        "Get the whole system at a glance: lifecycle phase, fingerprint count, live UTL metrics (entropy, "
-        "coherence, learning score, Johari quadrant, suggested action), the five layers' status, and curation "
-        "tasks among recent memories: near-duplicates to merge, orphans with no edge, workspace conflicts.",
+        "Get the whole system at a glance: memory count, live UTL metrics and suggested action, the five layers' "
+        "status, and curation tasks among recent memories (near-duplicates to merge, orphans, conflicts).",
         MemeticArgs,
         get_memetic_status,
         keywords=("status", "overview", "memetic", "health", "curation", "duplicates", "orphans"),

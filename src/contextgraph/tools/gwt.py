@@ -134,9 +134,8 @@ TOOLS = (
     ToolSpec(
         "get_consciousness_state",
         "gwt",
-        "Get the consciousness level C = I x R x D (integration r, reflection from meta-cognitive accuracy, "
-        "differentiation of the purpose vector) and its state: DORMANT, FRAGMENTED, EMERGING, CONSCIOUS or "
-        "HYPERSYNC, with what each factor is computed from.",
+        "Get the consciousness level C = I x R x D (integration, reflection, differentiation) and its state "
+        "(DORMANT, FRAGMENTED, EMERGING, CONSCIOUS, HYPERSYNC), with what each factor is computed from.",
         ConsciousnessArgs,
         get_consciousness_state,
         keywords=("consciousness", "awareness", "integration", "differentiation", "state", "gwt"),
@@ -144,9 +143,8 @@ TOOLS = (
     ToolSpec(
         "get_johari_classification",
         "gwt",
-        "Classify one stored memory in the Johari window per embedding space (Open, Blind, Hidden, Unknown) from "
-        "its novelty and coherence against its neighbours: 13 quadrants, 13 confidences, and cross-space "
-        "insights such as \"Open in E1 but Blind in E5: knows what it means, not why\".",
+        "Classify one stored memory in the Johari window (Open, Blind, Hidden, Unknown) per embedding space, "
+        "from its novelty and coherence against its neighbours, with confidences and cross-space insights.",
         JohariArgs,
         get_johari_classification,
         keywords=("johari", "quadrant", "novelty", "coherence", "blind spot", "classify"),
@@ -154,9 +152,8 @@ TOOLS = (
     ToolSpec(
         "get_workspace_status",
         "gwt",
-        "Get the global workspace: the active memory (winner-take-all among recent results whose binding r_m "
-        "passes 0.8), whether it is broadcasting, the competing candidates, conflicts, recent enter/exit events "
-        "and the dream replay queue.",
+        "Get the global workspace: the active memory (winner-take-all among recent results with binding r_m "
+        "over 0.8), the competing candidates, conflicts and recent enter/exit events.",
         WorkspaceArgs,
         get_workspace_status,
         keywords=("workspace", "attention", "broadcast", "winner", "active memory", "gwt"),
@@ -182,9 +179,8 @@ TOOLS = (
     ToolSpec(
         "epistemic_action",
         "gwt",
-        "Get the clarifying question to ask the user now: built from the least coherent recent memories (focal "
-        "nodes) and the least understood aspect, with the expected entropy reduction. force=true always "
-        "answers; with fewer than 10 memories it asks about the user's domain and goals.",
+        "Get the clarifying question to ask the user now (the pulse suggests it when coherence is low): built "
+        "from the least coherent recent memories, with the expected entropy reduction.",
         EpistemicArgs,
         epistemic_action,
         keywords=("question", "clarify", "ask user", "epistemic", "uncertainty", "coherence"),
