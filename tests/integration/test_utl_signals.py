@@ -47,6 +47,8 @@ async def _scored(settings, stored: list[str], probes: dict) -> tuple[dict, obje
         computer.wait()
         computer.model(handle.store, handle.indexes, by_space)  # … then the full one, in the background
         computer.wait()
+        reference = computer.reference(handle.store, handle.indexes, pipeline.embedders)
+        assert len(reference) == min(len(stored), 64) and all(len(f) == 13 for f in reference)
         keys = list(probes)
         fps = pipeline.embed([Draft(probes[k], timestamp=time.time()) for k in keys])
         history = [0.45, 0.5, 0.55, 0.5]

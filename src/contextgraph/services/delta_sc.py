@@ -197,6 +197,9 @@ class StoreModel:
     calibration: dict[str, ds.Calibration]
     loo_samples: int
     quick: bool = False
+    # a uniform sample of stored fingerprints: the store's distribution of each space, what a candidate's
+    # similarity to a context is normalised against (gwt.binding.context_agreements)
+    reference: tuple[Fingerprint, ...] = ()
 
     def calibrate(self, key: str, g: float) -> float:
         return self.calibration.get(key, ds.IDENTITY)(g)
@@ -295,6 +298,7 @@ class DeltaScComputer:
         self.per_cluster = int(cl.get("prototypes", 3))
         self.max_clusters = int(cl.get("max", 16))
         self.considered = int(cl.get("considered", 4))
+        self.reference_size = int(cal.get("reference_samples", 64))
         self._models = RefitCache("store-model")
         self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth)
 
@@ -328,6 +332,12 @@ class DeltaScComputer:
                                  first=None if small else lambda: self._fit(store, indexes, by_space, quick=True),
                                  first_stamp=lambda m: (count, deletions, m.quick))
         return entry if entry is not None else EMPTY_MODEL
+
+    def reference(self, store: Any, indexes: Any, embedders: Sequence[Any]) -> tuple[Fingerprint, ...]:
+        """A uniform sample of stored fingerprints (at most `calibration.reference_samples`), refreshed with the
+        store model: what binding normalises a candidate's similarity to the context against. See
+        gwt.binding.context_agreements."""
+        return self.model(store, indexes, {e.space: e for e in embedders}).reference
 
     def _sample(self, store: Any, size: int, spaces: Sequence[int] | None) -> tuple[list[int], list[Fingerprint]]:
         """Up to `size` stored fingerprints, drawn uniformly over sequence numbers (deleted ones are skipped),
@@ -378,7 +388,10 @@ class DeltaScComputer:
                 for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
                     stats.setdefault(key, []).append(g)
         calibration = {key: ds.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
-        return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced)
+        ref_seqs = seqs if len(seqs) <= self.reference_size else sorted(rng.sample(seqs, self.reference_size))
+        reference = tuple(f for f in store.fingerprints(ref_seqs) if f is not None)
+        return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
+                          reference=reference)
 
     def _fit_clusters(self, store: Any, by_space: Mapping[int, Any], seqs: list[int],
                       sample: list[Fingerprint]) -> Clusters | None:
