@@ -44,13 +44,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import write_result  # noqa: E402
-from _workload import bench_settings, fill_store, sample_pairs  # noqa: E402
+import numpy as np
+from _stats import write_result
+from _workload import bench_settings, fill_store, sample_pairs
 
-import numpy as np  # noqa: E402
-
-from contextgraph.retrieval.fusion import ranks, rrf  # noqa: E402
-from contextgraph.services.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings, Retriever  # noqa: E402
+from contextgraph.retrieval.fusion import fuse, ranks, rerank
+from contextgraph.services.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings, Retriever
 
 TOP_K = 10
 SPACE_NAMES = {1: "E1 semantic", 2: "E2 temporal_recent", 3: "E3 temporal_periodic", 4: "E4 temporal_positional",
@@ -214,16 +213,12 @@ def replay(pool: Pool, s: RetrievalSettings, top_k: int = TOP_K, min_similarity:
     """Stages 3 and 5 of Retriever.run over a cached pool, under settings `s`."""
     if not len(pool.seqs):
         return []
+    scores = {**pool.scores, **(score_override or {})}
     space_ranks = pool.space_ranks if not score_override else {**pool.space_ranks,
                                                                 **{k: ranks(v) for k, v in score_override.items()}}
-    fused = rrf(space_ranks, s.space_weights, s.rrf_k)
-    order = np.argsort(-fused, kind="stable")
-    head = order[: max(s.rerank_head, top_k)]
-    top = fused[head].max()
-    final = fused[head] / top if top > 0 else fused[head]
-    if s.rerank_weight > 0:
-        final = (1 - s.rerank_weight) * final + s.rerank_weight * pool.scores[LATE][head]
-    reranked = head[np.argsort(-final, kind="stable")]
+    # the Retriever's own kernels (retrieval/fusion.py); run() is called without the query text here
+    fused = fuse(scores, s.weights_for(None), s.rrf_k, s.score_weights, space_ranks)
+    reranked, _ = rerank(fused, scores[LATE], max(s.rerank_head, top_k), s.rerank_weight)
     chosen = [i for i in reranked.tolist() if pool.scores[SEMANTIC][i] >= min_similarity][:top_k]
     return pool.seqs[chosen].tolist()
 
