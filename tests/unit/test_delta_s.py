@@ -448,7 +448,7 @@ def test_maxsim_of_rows_with_subnormal_values_keeps_their_direction():
 
 # --- the local statistic and its leave-one-out calibration (issue 11) ----------------------------------------------
 
-from contextgraph.utl.delta_s import (  # noqa: E402
+from contextgraph.utl.calibration import (  # noqa: E402
     IDENTITY,
     Calibration,
     calibrated,

@@ -44,17 +44,18 @@ O(1/n) and it is not refitted per call.
 from __future__ import annotations
 
 import random
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.services.delta_sc_result import DeltaSc, SpaceResult
+from contextgraph.services.store_model import EMPTY_MODEL, Clusters, RefitCache, StoreModel, TranslationFits
 from contextgraph.storage.indexes import INDEXED_SPACES
+from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
 from contextgraph.utl import learning, transe
@@ -64,197 +65,6 @@ GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Mahalanobis + co
 SPARSE_SPACES = (6, 13)
 GRAPH_SPACE = 8
 LATE_INTERACTION = 12
-
-
-@dataclass(frozen=True, slots=True)
-class SpaceResult:
-    space: int
-    delta_s: float
-    delta_c: float
-    method: str
-    connectivity: float
-    cluster_fit: float
-    neighbours: int
-
-
-@dataclass(frozen=True)
-class DeltaSc:
-    spaces: list[SpaceResult]
-    consistency: float
-    entropy: float
-    coherence: float
-    learning_score: float
-    quadrant: str
-    lifecycle: learning.Lifecycle
-    threshold: float
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    # seq → fingerprint of every neighbour gathered, in any space (not reported; reused for `related`)
-    neighbourhood: dict[int, Fingerprint] = field(default_factory=dict, repr=False)
-    predicted_learning_score: float = 0.5  # L̂ from E1 alone, before the other spaces were scored
-    phase_spread: float = 0.0  # φ, the memory's own binding spread (D19)
-    emotional_weight: float = 1.0
-
-    @property
-    def delta_s(self) -> list[float]:
-        return [s.delta_s for s in self.spaces]
-
-    @property
-    def delta_c(self) -> list[float]:
-        return [s.delta_c for s in self.spaces]
-
-    def per_space(self, precision: int = 4) -> list[dict[str, Any]]:
-        return [{"space": f"E{s.space}", "name": SPACES[s.space - 1].name, "delta_s": round(s.delta_s, precision),
-                 "delta_c": round(s.delta_c, precision),
-                 "quadrant": classify(s.delta_s, s.delta_c, self.threshold), "method": s.method}
-                for s in self.spaces]
-
-    def diagnostics(self, precision: int = 4) -> list[dict[str, Any]]:
-        return [{"space": f"E{s.space}", "connectivity": round(s.connectivity, precision),
-                 "cluster_fit": round(s.cluster_fit, precision), "consistency": round(self.consistency, precision),
-                 "neighbours": s.neighbours} for s in self.spaces]
-
-
-class RefitCache:
-    """Fitted models by key, each with the store state (`stamp`) it was fitted on. A current model is returned
-    as it is; a stale one keeps serving while a background thread refits it (or the caller refits, when
-    `background` is false: a refit cheap enough to wait for); a missing one is fitted in the caller, which has
-    nothing to fall back on. close() starts no more refits and waits for the running ones, since the store they
-    read is about to close. A failed fit keeps the previous model (a store closed under a background refit)."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._cond = threading.Condition()
-        self._models: dict[Any, tuple[Any, Any]] = {}
-        self._running: set[Any] = set()
-        self._closed = False
-
-    def get(self, key: Any, stamp: Any, stale: Callable[[Any], bool], fit: Callable[[], Any],
-            background: bool = True, first: Callable[[], Any] | None = None,
-            first_stamp: Callable[[Any], Any] | None = None) -> Any:
-        """`first` (optional): a cheaper fit for the caller when there is no model at all, stamped by
-        `first_stamp(model)` (a stamp that `stale` calls stale makes the full fit follow in the background)."""
-        with self._cond:
-            entry = self._models.get(key)
-            if entry is not None and (not stale(entry[1]) or key in self._running or self._closed):
-                return entry[0]
-            if entry is not None and background:
-                self._running.add(key)
-                threading.Thread(target=self._refit, args=(key, stamp, fit), daemon=True,
-                                 name=f"contextgraph-fit-{self._name}-{key}").start()
-                return entry[0]
-        if entry is None and first is not None:
-            model = self._refit(key, None, first)
-            if model is not None and first_stamp is not None:
-                with self._cond:
-                    if self._models.get(key, (None, None))[0] is model:
-                        self._models[key] = (model, first_stamp(model))
-            return model
-        return self._refit(key, stamp, fit)
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-        self.wait()
-
-    def wait(self) -> None:
-        """Until no background refit runs."""
-        with self._cond:
-            self._cond.wait_for(lambda: not self._running)
-
-    def _refit(self, key: Any, stamp: Any, fit: Callable[[], Any]) -> Any:
-        try:
-            model = fit()
-        except Exception:
-            model = None
-        with self._cond:
-            self._running.discard(key)
-            if model is not None:
-                self._models[key] = (model, stamp)
-            self._cond.notify_all()
-            entry = self._models.get(key)
-            return None if entry is None else entry[0]
-
-
-@dataclass(frozen=True)
-class Clusters:
-    """Spherical k-means clusters of stored E1 vectors: unit `centroids` [C, d], each cluster's prototype
-    members (`members[c]`: seqs, `fingerprints[c]`: their fingerprints) and, per space, each cluster's
-    separation b (utl.delta_c.separations)."""
-
-    centroids: np.ndarray
-    members: list[list[int]]
-    fingerprints: list[list[Fingerprint]]
-    separation: dict[int, np.ndarray]
-    baseline: dict[int, float]  # per space: the median similarity of prototypes of different clusters
-
-
-@dataclass(frozen=True)
-class StoreModel:
-    count: int
-    gaussian: dict[int, ds.GaussianFit]
-    idf: dict[int, tuple[np.ndarray, np.ndarray, float]]  # sorted terms, their idf, the idf of an unseen term
-    clusters: Clusters | None
-    calibration: dict[str, ds.Calibration]
-    loo_samples: int
-    quick: bool = False
-    # a uniform sample of stored fingerprints: the store's distribution of each space, what a candidate's
-    # similarity to a context is normalised against (gwt.binding.context_agreements)
-    reference: tuple[Fingerprint, ...] = ()
-
-    def calibrate(self, key: str, g: float) -> float:
-        return self.calibration.get(key, ds.IDENTITY)(g)
-
-    def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
-        table = self.idf.get(space)
-        t = np.asarray(terms, dtype=np.int64)
-        if table is None:
-            return np.ones(t.size)
-        known, values, unseen = table
-        if known.size == 0:
-            return np.full(t.size, unseen)
-        pos = np.minimum(np.searchsorted(known, t), known.size - 1)
-        return np.where(known[pos] == t, values[pos], unseen)
-
-
-EMPTY_MODEL = StoreModel(0, {}, {}, None, {}, 0)
-
-
-class TranslationFits:
-    """The closed-form TransE translations of the stored triples (utl.transe, RefitCache), refitted from a scan
-    of the triples table once the number of memories with triples has grown by `refit_growth` (at least one),
-    or after any deletion (a deleted memory's triples must stop counting). The scan reads every stored triple
-    (tens of milliseconds at 10K memories, more at 100K), so refits run in the background; while fewer than
-    SYNC_BELOW memories have triples it takes a few milliseconds and stays in the caller: the model is then
-    always current."""
-
-    SYNC_BELOW = 500
-
-    def __init__(self, min_examples: int, refit_growth: float) -> None:
-        self.min_examples = min_examples
-        self.refit_growth = refit_growth
-        self._cache = RefitCache("transe")
-
-    def get(self, store: Any) -> transe.Translations:
-        count = store.triple_count()
-        # seqs consumed minus live memories grows with every forget, merge or hard delete (restores and puts
-        # leave it alone)
-        deletions = store.last_seq() - store.count()
-
-        def stale(fitted: tuple[int, int]) -> bool:
-            return deletions != fitted[1] or abs(count - fitted[0]) >= max(1.0, fitted[0] * self.refit_growth)
-
-        def fit() -> transe.Translations:
-            live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
-            return transe.fit_translations(live, self.min_examples)
-
-        model = self._cache.get("E11", (count, deletions), stale, fit, background=count >= self.SYNC_BELOW)
-        return model if model is not None else transe.fit_translations([], self.min_examples)
-
-    def close(self) -> None:
-        self._cache.close()
-
-    def wait(self) -> None:
-        self._cache.wait()
 
 
 def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -387,7 +197,7 @@ class DeltaScComputer:
                 sims = space_similarities(by_space, space, fp, fps)
                 for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
                     stats.setdefault(key, []).append(g)
-        calibration = {key: ds.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
+        calibration = {key: cal.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
         ref_seqs = seqs if len(seqs) <= self.reference_size else sorted(rng.sample(seqs, self.reference_size))
         reference = tuple(f for f in store.fingerprints(ref_seqs) if f is not None)
         return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
@@ -556,18 +366,18 @@ class DeltaScComputer:
             column = [f[5] for f in fps]
             fwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="forward")), 0.0, 1.0)
             bwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="backward")), 0.0, 1.0)
-            return {key: 0.5 * (ds.local_statistic(1.0 - fwd, k) + ds.local_statistic(1.0 - bwd, k))}
+            return {key: 0.5 * (cal.local_statistic(1.0 - fwd, k) + cal.local_statistic(1.0 - bwd, k))}
         if sid in SPARSE_SPACES:
             own = fp[sid]
             terms = np.asarray(own.indices, dtype=np.int64)
             union = np.unique(np.concatenate([np.asarray(f[sid].indices, dtype=np.int64) for f in fps]))
             covered = np.isin(terms, union, assume_unique=True)
             weights = np.abs(np.asarray(own.values, dtype=np.float64)) * model.idf_of(sid, terms)
-            return {key: ds.sparse_statistic(float(sims.max()) if sims.size else 0.0, weights, covered)}
-        cosine = ds.local_statistic(1.0 - sims, k)
+            return {key: cal.sparse_statistic(float(sims.max()) if sims.size else 0.0, weights, covered)}
+        cosine = cal.local_statistic(1.0 - sims, k)
         fit = model.gaussian.get(sid)
         if sid in GAUSSIAN_SPACES and fit is not None:
-            maha = ds.local_statistic(ds.mahalanobis_distances(fit, np.asarray(fp[sid], dtype=np.float64),
+            maha = cal.local_statistic(ds.mahalanobis_distances(fit, np.asarray(fp[sid], dtype=np.float64),
                                                                np.stack([f[sid] for f in fps])), k)
             return {key: maha, f"{key}/cosine": cosine} if sid == 7 else {key: maha}
         if sid == 7:
@@ -615,7 +425,7 @@ class DeltaScComputer:
             score = transe.transe_novelty(model_t, vectors)
             if score is not None:
                 used = sorted({r for r, _, _ in vectors if r in model_t.vectors})
-                return (ds.hybrid_geometric(value, score),
+                return (cal.hybrid_geometric(value, score),
                         f"transe: √(calibrated knn · ‖h + r − t‖² score) against the stored translation of "
                         f"{', '.join(used)} ({sum(model_t.counts[r] for r in used)} triples)")
             relations = sorted({r for r, _, _ in vectors})
@@ -626,32 +436,3 @@ class DeltaScComputer:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
-
-
-def utl_payload(result: DeltaSc, constitution: Any) -> dict[str, Any]:
-    """inject_context's `utl` block: the aggregates, the per-space values and how each was computed."""
-    p = int(constitution.get("pulse.precision"))
-    names = [SPACES[s.space - 1].name for s in result.spaces]
-    return {
-        "entropy": round(result.entropy, p),
-        "coherence": round(result.coherence, p),
-        "learningScore": round(result.learning_score, p),
-        # D19: L̂, the engine's prediction from E1 alone before the other spaces were scored (meta-cognition
-        # compares the two), and φ, the memory's own binding phase spread in L's cos φ
-        "predictedLearningScore": round(result.predicted_learning_score, p),
-        "phaseSpread": round(result.phase_spread, p),
-        "johariQuadrant": result.quadrant,
-        "suggestedAction": constitution["utl"]["johari_actions"][result.quadrant],
-        "surprise": round(max(result.delta_s), p),
-        "delta_s": {n: round(s.delta_s, p) for n, s in zip(names, result.spaces)},
-        "delta_c": {n: round(s.delta_c, p) for n, s in zip(names, result.spaces)},
-        "components": {
-            "connectivity": round(float(np.mean([s.connectivity for s in result.spaces])), p),
-            "cluster_fit": round(float(np.mean([s.cluster_fit for s in result.spaces])), p),
-            "consistency": round(result.consistency, p),
-        },
-        "methods": {n: s.method for n, s in zip(names, result.spaces)},
-        "lifecycle": {"stage": result.lifecycle.stage, "lambda_s": result.lifecycle.lambda_s,
-                      "lambda_c": result.lifecycle.lambda_c},
-        "compute_ms": result.timings_ms.get("total"),
-    }

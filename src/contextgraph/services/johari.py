@@ -17,7 +17,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.errors import NodeNotFound
 from contextgraph.fingerprint import SPACES
 from contextgraph.services.cognition import CognitiveState
-from contextgraph.services.delta_sc import DeltaSc
+from contextgraph.services.delta_sc_result import DeltaSc
 from contextgraph.services.perception import Perception
 from contextgraph.services.store_handle import StoreHandle
 

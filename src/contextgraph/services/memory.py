@@ -21,7 +21,7 @@ from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
 from contextgraph.services.auto_edges import AutoEdgeRules, CausalMatch
-from contextgraph.services.delta_sc import DeltaSc, utl_payload
+from contextgraph.services.delta_sc_result import DeltaSc, utl_payload
 from contextgraph.services.memory_payloads import Injected, NewMemory, Searched, Stored, record_summary
 from contextgraph.services.perception import Perception
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever

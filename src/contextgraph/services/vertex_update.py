@@ -26,7 +26,7 @@ from contextgraph.embedders.validation import check_fingerprint
 from contextgraph.errors import DimensionMismatch, InvalidFingerprint, InvalidParams, NodeNotFound
 from contextgraph.fingerprint import SPACES, Fingerprint, Sparse
 from contextgraph.services.cognition import CognitiveState
-from contextgraph.services.delta_sc import DeltaSc
+from contextgraph.services.delta_sc_result import DeltaSc
 from contextgraph.services.perception import Perception
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.utl.johari import classify

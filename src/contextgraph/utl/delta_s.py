@@ -74,7 +74,7 @@ _VARIANCE_FLOOR = 1e-6  # relative to the mean variance trace(S)/d
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
-def _unit(x: float) -> float:
+def unit_interval(x: float) -> float:
     """Clamp to [0, 1]; an unmeasurable (NaN) value counts as novel → 1."""
     x = float(x)
     if math.isnan(x):
@@ -94,7 +94,7 @@ def knn_novelty(similarities: Sequence[float] | np.ndarray, k: int) -> float:
     if s.size == 0:
         return 1.0
     top = s if s.size <= k else np.partition(s, s.size - k)[s.size - k :]
-    return _unit(1.0 - float(top.mean()))
+    return unit_interval(1.0 - float(top.mean()))
 
 
 def asymmetric_knn_novelty(
@@ -110,7 +110,7 @@ def asymmetric_knn_novelty(
     seen (a known situation with a new outcome) therefore scores about ½ — half-novel — rather than 0, which a
     symmetric search would give by matching on the cause alone; a wholly new cause and effect scores 1.
     """
-    return _unit(0.5 * (knn_novelty(forward_similarities, k) + knn_novelty(backward_similarities, k)))
+    return unit_interval(0.5 * (knn_novelty(forward_similarities, k) + knn_novelty(backward_similarities, k)))
 
 
 # --- chi-square CDF ---------------------------------------------------------------------------------------------
@@ -168,8 +168,8 @@ def chi2_cdf(x: float, dof: float) -> float:
     if h <= 0.0:
         return 0.0
     if h < a + 1.0:
-        return _unit(_gamma_series(a, h))
-    return _unit(1.0 - _gamma_continued_fraction(a, h))
+        return unit_interval(_gamma_series(a, h))
+    return unit_interval(1.0 - _gamma_continued_fraction(a, h))
 
 
 # --- Gaussian (PPCA) --------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def gaussian_novelty(fit: GaussianFit | None, x: np.ndarray | Sequence[float]) -
 
 def hybrid_novelty(gaussian: float, knn: float) -> float:
     """E7: the mean of the Gaussian and kNN scores, each clamped to [0, 1] (NaN counts as novel)."""
-    return _unit(0.5 * (_unit(gaussian) + _unit(knn)))
+    return unit_interval(0.5 * (unit_interval(gaussian) + unit_interval(knn)))
 
 
 # --- Hamming ----------------------------------------------------------------------------------------------------
@@ -321,7 +321,7 @@ def hamming_novelty(
     if n_bits % 8:
         xor[:, -1] &= np.uint8((0xFF << (8 - n_bits % 8)) & 0xFF)
     distances = _POPCOUNT[xor].sum(axis=1)
-    return _unit(float(distances.min()) / n_bits)
+    return unit_interval(float(distances.min()) / n_bits)
 
 
 # --- MaxSim -----------------------------------------------------------------------------------------------------
@@ -363,7 +363,7 @@ def maxsim_novelty(query_tokens: np.ndarray, docs: Sequence[np.ndarray]) -> floa
     """1 − the largest MaxSim to any stored document; no documents → 1."""
     if len(docs) == 0:
         return 1.0
-    return _unit(1.0 - max(maxsim(query_tokens, doc) for doc in docs))
+    return unit_interval(1.0 - max(maxsim(query_tokens, doc) for doc in docs))
 
 
 # --- Jaccard ----------------------------------------------------------------------------------------------------
@@ -376,111 +376,11 @@ def jaccard(a: np.ndarray | Sequence[int], b: np.ndarray | Sequence[int]) -> flo
     union = np.union1d(sa, sb).size
     if union == 0:
         return 0.0
-    return _unit(np.intersect1d(sa, sb, assume_unique=True).size / union)
+    return unit_interval(np.intersect1d(sa, sb, assume_unique=True).size / union)
 
 
 def jaccard_novelty(terms: np.ndarray | Sequence[int], others: Sequence[np.ndarray | Sequence[int]]) -> float:
     """1 − the largest Jaccard similarity to any stored term set; none stored → 1."""
     if len(others) == 0:
         return 1.0
-    return _unit(1.0 - max(jaccard(terms, o) for o in others))
-
-
-# --- the local statistic and its leave-one-out calibration ------------------------------------------------------
-
-_LOGIT_EPS = 1e-6  # g is clipped to [ε, 1 − ε] before the logit: a duplicate (g = 0) maps to ~0, not −inf
-
-
-def local_statistic(distances: np.ndarray | Sequence[float], k: int) -> float:
-    """√(d₁ · d̄ₖ) ∈ [0, 1]: d₁ the smallest distance, d̄ₖ the mean of the k smallest (all of them when fewer).
-    Distances are clipped to [0, 1], NaN counts as 1 (unmeasurable is far); none → 1 (nothing stored)."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1 (got {k})")
-    d = np.clip(np.nan_to_num(np.asarray(distances, dtype=np.float64).ravel(), nan=1.0), 0.0, 1.0)
-    if d.size == 0:
-        return 1.0
-    near = np.sort(d)[:k]
-    return _unit(math.sqrt(float(near[0]) * float(near.mean())))
-
-
-def uncovered_share(weights: np.ndarray | Sequence[float], covered: np.ndarray | Sequence[bool]) -> float:
-    """The weighted share of a memory's terms that are not `covered` (used by no neighbour): Σ_uncovered w / Σ w,
-    weights clipped at 0 (idf·|tf| in practice). No terms, or no weight → 1 (nothing known about it)."""
-    w = np.clip(np.nan_to_num(np.asarray(weights, dtype=np.float64).ravel()), 0.0, None)
-    c = np.asarray(covered, dtype=bool).ravel()
-    if w.size != c.size:
-        raise ValueError(f"{w.size} weights for {c.size} coverage flags")
-    total = float(w.sum())
-    if total <= 0.0:
-        return 1.0
-    return _unit(float(w[~c].sum()) / total)
-
-
-def sparse_statistic(best_jaccard: float, weights: np.ndarray | Sequence[float],
-                     covered: np.ndarray | Sequence[bool], share: float = 0.75) -> float:
-    """E6/E13: √(d₁ · (share·u + (1 − share)·d₁)) with d₁ = 1 − the best Jaccard and u the uncovered share.
-    The d₁ term inside keeps a light edit above an exact duplicate when every word of the edit occurs in some
-    neighbour (u = 0); a duplicate (d₁ = 0) scores 0."""
-    d1 = _unit(1.0 - (0.0 if math.isnan(float(best_jaccard)) else float(best_jaccard)))
-    u = uncovered_share(weights, covered)
-    return _unit(math.sqrt(d1 * (share * u + (1.0 - share) * d1)))
-
-
-def logit(g: float) -> float:
-    g = min(max(float(g) if math.isfinite(g) else 1.0, _LOGIT_EPS), 1.0 - _LOGIT_EPS)
-    return math.log(g / (1.0 - g))
-
-
-@dataclass(frozen=True, slots=True)
-class Calibration:
-    """ΔS = sigmoid(slope · (logit g − location)), fitted on `samples` leave-one-out statistics."""
-
-    location: float = 0.0
-    slope: float = 1.0
-    samples: int = 0
-
-    def __call__(self, g: float) -> float:
-        return calibrated(self, g)
-
-
-IDENTITY = Calibration()
-_LOGISTIC_VAR = math.pi**2 / 3.0  # variance of the standard logistic: slope 1
-
-
-def fit_calibration(statistics: Sequence[float] | np.ndarray, prior_weight: float = 4.0,
-                    slope_bounds: tuple[float, float] = (1.0, 1.5)) -> Calibration:
-    """The calibration of a space from the leave-one-out statistics of stored memories.
-
-    Location: the mean logit, shrunk toward 0 by `prior_weight` pseudo-samples (no sample → the identity map
-    ΔS = g). Slope: π/(√3·sd) of the logits (a logistic with their spread), the spread pooled with the standard
-    logistic's (π²/3) at the same prior weight, then bounded to `slope_bounds`. NaN statistics are skipped."""
-    lo, hi = float(slope_bounds[0]), float(slope_bounds[1])
-    if not (0.0 < lo <= hi and math.isfinite(hi)):
-        raise ValueError(f"slope bounds must satisfy 0 < min ≤ max (got {slope_bounds})")
-    w0 = max(float(prior_weight), 0.0)
-    z = np.array([logit(v) for v in np.asarray(statistics, dtype=np.float64).ravel() if math.isfinite(v)])
-    n = int(z.size)
-    if n + w0 <= 0.0:
-        return Calibration(0.0, min(max(1.0, lo), hi), 0)
-    location = float(z.sum()) / (n + w0)
-    var = (w0 * _LOGISTIC_VAR + float(np.sum((z - location) ** 2))) / (n + w0)
-    slope = math.pi / math.sqrt(3.0 * var) if var > 0.0 else hi
-    return Calibration(location, min(max(slope, lo), hi), n)
-
-
-def calibrated(cal: Calibration, g: float) -> float:
-    """sigmoid(slope·(logit g − location)) ∈ [0, 1]; NaN g counts as novel (1)."""
-    g = float(g)
-    if math.isnan(g):
-        return 1.0
-    x = cal.slope * (logit(g) - cal.location)
-    if x >= 0:
-        return _unit(1.0 / (1.0 + math.exp(-x)))
-    e = math.exp(x)
-    return _unit(e / (1.0 + e))
-
-
-def hybrid_geometric(a: float, b: float) -> float:
-    """√(a·b) of two novelty scores (each clamped, NaN novel): 0 when either says "seen", e.g. E11's calibrated
-    kNN and TransE residual, so an exact duplicate's triple does not count as half-novel."""
-    return _unit(math.sqrt(_unit(a) * _unit(b)))
+    return unit_interval(1.0 - max(jaccard(terms, o) for o in others))

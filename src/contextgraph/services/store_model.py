@@ -1,0 +1,160 @@
+"""The fitted models behind ΔS/ΔC, refitted from the store as it changes: the StoreModel (Gaussian fits, sparse
+idf, k-means clusters, per-space calibrations), the closed-form TransE translations of the stored triples, and
+RefitCache, which serves a stale model while a background thread refits it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from contextgraph.fingerprint import Fingerprint
+from contextgraph.utl import calibration as cal
+from contextgraph.utl import delta_s as ds
+from contextgraph.utl import transe
+
+
+class RefitCache:
+    """Fitted models by key, each with the store state (`stamp`) it was fitted on. A current model is returned
+    as it is; a stale one keeps serving while a background thread refits it (or the caller refits, when
+    `background` is false: a refit cheap enough to wait for); a missing one is fitted in the caller, which has
+    nothing to fall back on. close() starts no more refits and waits for the running ones, since the store they
+    read is about to close. A failed fit keeps the previous model (a store closed under a background refit)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._cond = threading.Condition()
+        self._models: dict[Any, tuple[Any, Any]] = {}
+        self._running: set[Any] = set()
+        self._closed = False
+
+    def get(self, key: Any, stamp: Any, stale: Callable[[Any], bool], fit: Callable[[], Any],
+            background: bool = True, first: Callable[[], Any] | None = None,
+            first_stamp: Callable[[Any], Any] | None = None) -> Any:
+        """`first` (optional): a cheaper fit for the caller when there is no model at all, stamped by
+        `first_stamp(model)` (a stamp that `stale` calls stale makes the full fit follow in the background)."""
+        with self._cond:
+            entry = self._models.get(key)
+            if entry is not None and (not stale(entry[1]) or key in self._running or self._closed):
+                return entry[0]
+            if entry is not None and background:
+                self._running.add(key)
+                threading.Thread(target=self._refit, args=(key, stamp, fit), daemon=True,
+                                 name=f"contextgraph-fit-{self._name}-{key}").start()
+                return entry[0]
+        if entry is None and first is not None:
+            model = self._refit(key, None, first)
+            if model is not None and first_stamp is not None:
+                with self._cond:
+                    if self._models.get(key, (None, None))[0] is model:
+                        self._models[key] = (model, first_stamp(model))
+            return model
+        return self._refit(key, stamp, fit)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+        self.wait()
+
+    def wait(self) -> None:
+        """Until no background refit runs."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._running)
+
+    def _refit(self, key: Any, stamp: Any, fit: Callable[[], Any]) -> Any:
+        try:
+            model = fit()
+        except Exception:
+            model = None
+        with self._cond:
+            self._running.discard(key)
+            if model is not None:
+                self._models[key] = (model, stamp)
+            self._cond.notify_all()
+            entry = self._models.get(key)
+            return None if entry is None else entry[0]
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Spherical k-means clusters of stored E1 vectors: unit `centroids` [C, d], each cluster's prototype
+    members (`members[c]`: seqs, `fingerprints[c]`: their fingerprints) and, per space, each cluster's
+    separation b (utl.delta_c.separations)."""
+
+    centroids: np.ndarray
+    members: list[list[int]]
+    fingerprints: list[list[Fingerprint]]
+    separation: dict[int, np.ndarray]
+    baseline: dict[int, float]  # per space: the median similarity of prototypes of different clusters
+
+
+@dataclass(frozen=True)
+class StoreModel:
+    count: int
+    gaussian: dict[int, ds.GaussianFit]
+    idf: dict[int, tuple[np.ndarray, np.ndarray, float]]  # sorted terms, their idf, the idf of an unseen term
+    clusters: Clusters | None
+    calibration: dict[str, cal.Calibration]
+    loo_samples: int
+    quick: bool = False
+    # a uniform sample of stored fingerprints: the store's distribution of each space, what a candidate's
+    # similarity to a context is normalised against (gwt.binding.context_agreements)
+    reference: tuple[Fingerprint, ...] = ()
+
+    def calibrate(self, key: str, g: float) -> float:
+        return self.calibration.get(key, cal.IDENTITY)(g)
+
+    def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
+        table = self.idf.get(space)
+        t = np.asarray(terms, dtype=np.int64)
+        if table is None:
+            return np.ones(t.size)
+        known, values, unseen = table
+        if known.size == 0:
+            return np.full(t.size, unseen)
+        pos = np.minimum(np.searchsorted(known, t), known.size - 1)
+        return np.where(known[pos] == t, values[pos], unseen)
+
+
+EMPTY_MODEL = StoreModel(0, {}, {}, None, {}, 0)
+
+
+class TranslationFits:
+    """The closed-form TransE translations of the stored triples (utl.transe, RefitCache), refitted from a scan
+    of the triples table once the number of memories with triples has grown by `refit_growth` (at least one),
+    or after any deletion (a deleted memory's triples must stop counting). The scan reads every stored triple
+    (tens of milliseconds at 10K memories, more at 100K), so refits run in the background; while fewer than
+    SYNC_BELOW memories have triples it takes a few milliseconds and stays in the caller: the model is then
+    always current."""
+
+    SYNC_BELOW = 500
+
+    def __init__(self, min_examples: int, refit_growth: float) -> None:
+        self.min_examples = min_examples
+        self.refit_growth = refit_growth
+        self._cache = RefitCache("transe")
+
+    def get(self, store: Any) -> transe.Translations:
+        count = store.triple_count()
+        # seqs consumed minus live memories grows with every forget, merge or hard delete (restores and puts
+        # leave it alone)
+        deletions = store.last_seq() - store.count()
+
+        def stale(fitted: tuple[int, int]) -> bool:
+            return deletions != fitted[1] or abs(count - fitted[0]) >= max(1.0, fitted[0] * self.refit_growth)
+
+        def fit() -> transe.Translations:
+            live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
+            return transe.fit_translations(live, self.min_examples)
+
+        model = self._cache.get("E11", (count, deletions), stale, fit, background=count >= self.SYNC_BELOW)
+        return model if model is not None else transe.fit_translations([], self.min_examples)
+
+    def close(self) -> None:
+        self._cache.close()
+
+    def wait(self) -> None:
+        self._cache.wait()
