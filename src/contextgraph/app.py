@@ -20,9 +20,9 @@ from contextgraph.services.perception import Perception
 from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.workspace import WorkspaceService
+from contextgraph.tools.catalog import build_registry
 from contextgraph.tools.context import ProgressReporter, ToolContext, no_notification, no_progress
 from contextgraph.tools.dispatch import Dispatcher
-from contextgraph.tools.catalog import build_registry
 from contextgraph.tools.registry import Registry
 
 

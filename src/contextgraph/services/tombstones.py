@@ -28,6 +28,6 @@ def purge_expired(g: GraphTxn, now: float, window_s: float) -> list[str]:
         g.delete_triples(memory_id)
         h = doc.get("reversal_hash")
         op = g.get_reversal(h) if h else None
-        if op is not None and "purged_at" not in op:
+        if h and op is not None and "purged_at" not in op:
             g.put_reversal(h, {"op": op["op"], "at": op["at"], "ids": op.get("ids", []), "purged_at": now})
     return [memory_id for memory_id, _ in expired]

@@ -12,7 +12,6 @@ from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
-
 _LIMITS = constitution()["scratchpad"]
 
 

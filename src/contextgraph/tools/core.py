@@ -3,7 +3,7 @@ service call each, the payload shaped here."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -19,7 +19,12 @@ from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK, MemoryId
 
 _V = constitution()["validation"]
-Modality = Literal[MODALITIES]  # type: ignore[valid-type]
+# The allowed values come from data (fingerprint.MODALITIES): pydantic validates against the Literal at run
+# time; a type checker, which cannot read a Literal built at run time, sees str.
+if TYPE_CHECKING:
+    Modality = str
+else:
+    Modality = Literal[MODALITIES]
 
 
 class _MemoryArgs(Args):
@@ -83,7 +88,7 @@ async def inject_context(ctx: ToolContext, args: InjectArgs) -> dict[str, Any]:
 
 
 class SearchArgs(Args):
-    spellings = {"topK": "top_k", "minSimilarity": "min_similarity"}
+    spellings: ClassVar[dict[str, str]] = {"topK": "top_k", "minSimilarity": "min_similarity"}
     query: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=_V["query"]["min_length"],
                                              max_length=_V["query"]["max_length"],
                                              description="What to look for, in your own words.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -16,7 +16,10 @@ from contextgraph.tools.validation import NOT_BLANK
 _C = constitution()
 _FIND_MAX = int(_C.get("discovery.find_max_limit"))
 _QUERY = _C.get("validation.query")
-Category = Literal[tuple(_C["categories"])]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # values from the constitution (see core.Modality)
+    Category = str
+else:
+    Category = Literal[tuple(_C["categories"])]
 ToolName = Field(min_length=1, max_length=128, description="A tool name or one of its aliases.")
 
 
@@ -39,9 +42,10 @@ def _not_found(ctx: ToolContext, name: str) -> ToolNotFound:
 
 # -- tool_find ---------------------------------------------------------------------------------------------------
 class FindArgs(Args):
-    query: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=_QUERY["min_length"], max_length=_QUERY["max_length"],
-                                             description="Keywords describing what you want to do, e.g. 'forget "
-                                                         "a memory'.")
+    query: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=_QUERY["min_length"],
+                                                        max_length=_QUERY["max_length"],
+                                                        description="Keywords describing what you want to do, "
+                                                                    "e.g. 'forget a memory'.")
     limit: int = Field(int(_C.get("discovery.find_default_limit")), ge=1, le=_FIND_MAX,
                        description="Most results to return.")
     category: Category | None = Field(None, description="Only tools of this category.")
@@ -99,7 +103,7 @@ async def tool_load(ctx: ToolContext, args: LoadArgs) -> dict[str, Any]:
             unknown=unknown,
             suggestions=suggestions,
         )
-    loaded = registry.activate(resolved.values())
+    loaded = registry.activate(name for name in resolved.values() if name is not None)
     notified = await ctx.notify_tools_changed() if loaded else False
     return {
         "loaded": loaded,

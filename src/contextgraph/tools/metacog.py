@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -13,7 +13,10 @@ from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
 _C = constitution()
-Component = Literal[("all", *_C.get("logging.components"))]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # values from the constitution
+    Component = str
+else:
+    Component = Literal[("all", *_C.get("logging.components"))]
 
 
 def system_instructions() -> str:
@@ -31,8 +34,8 @@ async def get_system_instructions(ctx: ToolContext, args: InstructionsArgs) -> d
 
 class LogsArgs(Args):
     level: Literal["error", "warn", "info", "debug"] = Field("info", description="Lowest level to return.")
-    limit: int = Field(int(_C.get("logging.get_logs_default_limit")), ge=1, le=int(_C.get("logging.get_logs_max_limit")),
-                       description="Most entries to return (the newest).")
+    limit: int = Field(int(_C.get("logging.get_logs_default_limit")), ge=1,
+                       le=int(_C.get("logging.get_logs_max_limit")), description="Most entries to return (the newest).")
     component: Component = Field("all", description="Only entries from this component.")
 
 

@@ -5,7 +5,7 @@ diagnostic (SPEC §3); they live here because they read the same graph."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field
 
@@ -15,7 +15,10 @@ from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import MemoryId
 
-EdgeType = Literal[EDGE_TYPES]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # values from storage.base (see core.Modality)
+    EdgeType = str
+else:
+    EdgeType = Literal[EDGE_TYPES]
 
 
 def _ts(value: datetime | None) -> float | None:

@@ -1,5 +1,5 @@
-"""The registry: the tool table built from the category modules (tools/catalog.py names them), the alias map, the active set and the
-TF-IDF index. Data only: no handler runs here, nothing registers by import side effect."""
+"""The registry: the tool table built from the category modules (tools/catalog.py names them), the alias map, the
+active set and the TF-IDF index. Data only: no handler runs here, nothing registers by import side effect."""
 
 from __future__ import annotations
 
