@@ -54,8 +54,8 @@ class App:
         self.services.close()
 
 
-def build_services(settings: Settings, c: Constitution, ring: log.LogRing) -> Services:
-    cognition = CognitiveState(c)
+def build_services(settings: Settings, c: Constitution, ring: log.LogRing, tools: frozenset[str]) -> Services:
+    cognition = CognitiveState(c, tools=tools)  # the pulse suggests only these tools (D16)
     workspace = WorkspaceService(c, cognition)
     clock = Clock()
     storage = StoreHandle(settings, c, cognition, workspace)  # opens the store lazily
@@ -81,4 +81,5 @@ def build_app(settings: Settings, *, registry: Registry | None = None, configure
     ring = log.LogRing(int(c.get("logging.ring_buffer_size")))
     if configure_logging:
         log.configure(settings.log_level, ring)
-    return App(build_services(settings, c, ring), registry or build_registry(c, settings.profile))
+    registry = registry or build_registry(c, settings.profile)
+    return App(build_services(settings, c, ring, frozenset(registry.specs)), registry)

@@ -58,6 +58,20 @@ class Sparse:
         return int(self.indices.shape[0])
 
 
-Vector = Union[np.ndarray, Sparse]
+Vector = Union[np.ndarray, Sparse]  # noqa: UP007  (a runtime alias: X | Y of a class and a numpy type is not one)
 # space id (1..13) → vector. A complete fingerprint has all 13 (ARCH-05: all or nothing).
 Fingerprint = dict[int, Vector]
+
+
+def sparse(v: Vector) -> Sparse:
+    """A sparse space's vector (E6, E13) as what it is; anything else is a programming error."""
+    if not isinstance(v, Sparse):
+        raise TypeError(f"expected a sparse vector, got {type(v).__name__}")
+    return v
+
+
+def dense(v: Vector) -> np.ndarray:
+    """A dense, binary or multivector space's array; a Sparse here is a programming error."""
+    if isinstance(v, Sparse):
+        raise TypeError("expected an array, got a sparse vector")
+    return v

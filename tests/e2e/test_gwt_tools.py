@@ -31,8 +31,8 @@ async def test_kuramoto_sync_reports_a_live_network(client):
     out = await tool(client, "get_kuramoto_sync")
     assert len(out["phases"]) == 13 and len(out["natural_freqs"]) == 13
     assert 0.0 <= out["r"] <= 1.0 and 0.0 <= out["psi"] < 2 * math.pi
-    assert out["coupling"] == 2.0 and out["coupling_bounds"] == {"min": 0.0, "max": 10.0}
-    assert sum(out["natural_freqs"]) / 13 == pytest.approx(2 * math.pi, rel=1e-5)
+    assert out["coupling"] == 1.0 and out["coupling_bounds"] == {"min": 0.0, "max": 10.0}  # D13's default
+    assert sum(out["natural_freqs"]) / 13 == pytest.approx(1.0, rel=1e-5)  # ω = f/mean(f) rad/s (D13)
     await anyio.sleep(0.05)  # five 10 ms steps of dynamics
     again = await tool(client, "get_kuramoto_sync", {"session_id": "s"})
     assert again["phases"] != out["phases"]  # the oscillators advanced between the two reads
@@ -41,7 +41,7 @@ async def test_kuramoto_sync_reports_a_live_network(client):
 
 async def test_adjust_coupling_predicts_and_applies(client):
     high = await tool(client, "adjust_coupling", {"new_K": 10})
-    assert high["old_K"] == 2.0 and high["new_K"] == 10.0 and 0.0 <= high["predicted_r"] <= 1.0
+    assert high["old_K"] == 1.0 and high["new_K"] == 10.0 and 0.0 <= high["predicted_r"] <= 1.0
     low = await tool(client, "adjust_coupling", {"new_K": 0})
     assert low["old_K"] == 10.0 and low["new_K"] == 0.0
     assert high["predicted_r"] > low["predicted_r"]

@@ -41,6 +41,17 @@ async def test_store_then_search_finds_it(client):
         assert set(out["_cognitive_pulse"]) >= {"entropy", "coherence", "quadrant"}
 
 
+async def test_store_memory_moves_the_pulse(client):
+    """SPEC D16: store_memory, the main tool, updates the pulse (it stayed at entropy 1, coherence 0 before)."""
+    first = await store(client, MEMORIES[0][0])
+    pulses = [first["_cognitive_pulse"]]
+    for text, modality in MEMORIES[1:]:
+        pulses.append((await store(client, text, modality))["_cognitive_pulse"])
+    again = await store(client, MEMORIES[0][0])  # an exact duplicate: familiar, so entropy falls
+    assert again["_cognitive_pulse"]["entropy"] < pulses[-1]["entropy"]
+    assert len({(p["entropy"], p["coherence"], p["learning_score"]) for p in pulses}) == len(pulses)
+
+
 async def test_search_options(client):
     for text, modality in MEMORIES:
         await store(client, text, modality)

@@ -32,23 +32,26 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TypeVar
 
 from contextgraph.gwt import ego
 from contextgraph.services.gwt import OscillatorNetwork
 from contextgraph.utl import learning, meta
 from contextgraph.utl.pulse import PulseRules, pulse
 
+T = TypeVar("T")
+
 
 class CognitiveState:
     def __init__(self, constitution: Any, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time, tools: Collection[str] | None = None) -> None:
+        """`tools`: the registered tool names, which every suggested action is resolved against (D16)."""
         utl = constitution["utl"]
         self._clock = clock
         self._wall = wall_clock
         self._lock = threading.Lock()
-        self._rules = PulseRules.from_constitution(constitution)
+        self._rules = PulseRules.from_constitution(constitution, tools)
         self._alpha = float(constitution.get("pulse.ewma_alpha"))
         self._stages = utl["lifecycle"]
         self._gain = float(utl["learning_gain"])
@@ -88,6 +91,10 @@ class CognitiveState:
         self._refresh()
 
     # -- reads ---------------------------------------------------------------------------------------------
+    def action_for(self, quadrant: str) -> str:
+        """The callable tool a Johari quadrant suggests (D16), for payloads other than the pulse."""
+        return self._rules.actions[quadrant]
+
     def pulse(self) -> dict[str, Any]:
         """The `_cognitive_pulse`: cached ΔS/ΔC averages, the live φ (a bounded lazy advance of the network)
         and the two timers."""
@@ -244,16 +251,13 @@ class CognitiveState:
             self.operations = int(doc["operations"])
             self.memory_count = int(doc["memory_count"])
             # replace, never merge: a store reopened in the same process must not double its history
-            for target, values in (
-                (self._meta_errors, [float(v) for v in doc["meta_errors"]]),
-                (self.meta_scores, [float(v) for v in doc["meta_scores"]]),
-                (self.coherence_history, [float(v) for v in doc["coherence_history"]]),
-                (self.trajectory, [(float(t), [float(v) for v in pv], float(ic)) for t, pv, ic in doc["trajectory"]]),
-                (self.requests, list(doc["requests"])),
-                (self.recent_actions, [[float(v) for v in a] for a in doc.get("recent_actions", [])]),
-            ):
-                target.clear()
-                target.extend(values)
+            _replace(self._meta_errors, [float(v) for v in doc["meta_errors"]])
+            _replace(self.meta_scores, [float(v) for v in doc["meta_scores"]])
+            _replace(self.coherence_history, [float(v) for v in doc["coherence_history"]])
+            _replace(self.trajectory, [(float(t), [float(v) for v in pv], float(ic))
+                                       for t, pv, ic in doc["trajectory"]])
+            _replace(self.requests, list(doc["requests"]))
+            _replace(self.recent_actions, [[float(v) for v in a] for a in doc.get("recent_actions", [])])
             self.identity_continuity = float(doc["identity_continuity"])
             self._operation_score = _finite(doc.get("operation_score"))
             self._refresh()
@@ -331,3 +335,9 @@ def _finite(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def _replace(target: deque[T], values: list[T]) -> None:
+    """A bounded history's contents swapped for `values` (its maxlen keeps the newest)."""
+    target.clear()
+    target.extend(values)

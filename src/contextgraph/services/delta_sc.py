@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.delta_sc_result import DeltaSc, SpaceResult
 from contextgraph.services.store_model import EMPTY_MODEL, Clusters, RefitCache, StoreModel, TranslationFits
@@ -167,12 +167,13 @@ class DeltaScComputer:
         gaussian: dict[int, ds.GaussianFit] = {}
         if len(seqs) >= self.min_samples:
             for sid in GAUSSIAN_SPACES:
-                fit = ds.fit_gaussian(np.stack([f[sid] for f in sample]).astype(np.float64), self.components)
+                fit = ds.fit_gaussian(np.stack([dense(f[sid]) for f in sample]).astype(np.float64), self.components)
                 if fit is not None:
                     gaussian[sid] = fit
         idf: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
         for sid in SPARSE_SPACES:
-            terms = np.concatenate([np.unique(f[sid].indices) for f in sample]) if sample else np.zeros(0, np.int64)
+            terms = (np.concatenate([np.unique(sparse(f[sid]).indices) for f in sample]) if sample
+                     else np.zeros(0, np.int64))
             known, df = np.unique(terms.astype(np.int64), return_counts=True)
             n = len(sample)
             idf[sid] = (known, np.log1p((n - df + 0.5) / (df + 0.5)), float(np.log1p((n + 0.5) / 0.5)))
@@ -208,7 +209,7 @@ class DeltaScComputer:
         c = dc.cluster_count(len(seqs), 2, self.max_clusters)
         if c < 2:
             return None
-        x = np.stack([f[1] for f in sample]).astype(np.float64)
+        x = np.stack([dense(f[1]) for f in sample]).astype(np.float64)
         centroids, labels = dc.spherical_kmeans(x, c, seed=len(seqs))
         groups = dc.prototypes(x, centroids, labels, self.per_cluster)
         member_seqs = [[seqs[i] for i in g] for g in groups]
@@ -368,9 +369,9 @@ class DeltaScComputer:
             bwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="backward")), 0.0, 1.0)
             return {key: 0.5 * (cal.local_statistic(1.0 - fwd, k) + cal.local_statistic(1.0 - bwd, k))}
         if sid in SPARSE_SPACES:
-            own = fp[sid]
+            own = sparse(fp[sid])
             terms = np.asarray(own.indices, dtype=np.int64)
-            union = np.unique(np.concatenate([np.asarray(f[sid].indices, dtype=np.int64) for f in fps]))
+            union = np.unique(np.concatenate([np.asarray(sparse(f[sid]).indices, dtype=np.int64) for f in fps]))
             covered = np.isin(terms, union, assume_unique=True)
             weights = np.abs(np.asarray(own.values, dtype=np.float64)) * model.idf_of(sid, terms)
             return {key: cal.sparse_statistic(float(sims.max()) if sims.size else 0.0, weights, covered)}

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.constitution import Constitution
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.utl import learning
 from contextgraph.utl.johari import classify
@@ -61,7 +62,7 @@ class DeltaSc:
                  "neighbours": s.neighbours} for s in self.spaces]
 
 
-def utl_payload(result: DeltaSc, constitution: Any) -> dict[str, Any]:
+def utl_payload(result: DeltaSc, constitution: Constitution, suggested_action: str) -> dict[str, Any]:
     """inject_context's `utl` block: the aggregates, the per-space values and how each was computed."""
     p = int(constitution.get("pulse.precision"))
     names = [SPACES[s.space - 1].name for s in result.spaces]
@@ -74,7 +75,7 @@ def utl_payload(result: DeltaSc, constitution: Any) -> dict[str, Any]:
         "predictedLearningScore": round(result.predicted_learning_score, p),
         "phaseSpread": round(result.phase_spread, p),
         "johariQuadrant": result.quadrant,
-        "suggestedAction": constitution["utl"]["johari_actions"][result.quadrant],
+        "suggestedAction": suggested_action,
         "surprise": round(max(result.delta_s), p),
         "delta_s": {n: round(s.delta_s, p) for n, s in zip(names, result.spaces)},
         "delta_c": {n: round(s.delta_c, p) for n, s in zip(names, result.spaces)},

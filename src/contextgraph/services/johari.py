@@ -88,7 +88,7 @@ async def classify_memory(storage: StoreHandle, perception: Perception, cognitio
         "confidences": [r["confidence"] for r in rows],
         "per_space": rows,
         "dominant_quadrant": dominant,
-        "suggested_action": utl["johari_actions"][dominant],
+        "suggested_action": cognition.action_for(dominant),
         "counts": counts,
         "insights": insights(quadrants),
         "neighbours": max((s.neighbours for s in result.spaces), default=0),

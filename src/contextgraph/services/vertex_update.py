@@ -134,7 +134,6 @@ async def compute(storage: StoreHandle, perception: Perception, cognition: Cogni
 
     after, before = await anyio.to_thread.run_sync(run)
     p = int(constitution.get("pulse.precision"))
-    actions = constitution["utl"]["johari_actions"]
     payload: dict[str, Any] = {
         "vertex_id": vertex_id,
         "delta_s": [round(v, p) for v in after.delta_s],
@@ -143,7 +142,7 @@ async def compute(storage: StoreHandle, perception: Perception, cognition: Cogni
         "methods": {f"E{s.space}": s.method for s in after.spaces},
         "aggregate": {"delta_s": round(after.entropy, p), "delta_c": round(after.coherence, p),
                       "learning_score": round(after.learning_score, p)},
-        "johari": {"quadrant": after.quadrant, "suggested_action": actions[after.quadrant],
+        "johari": {"quadrant": after.quadrant, "suggested_action": cognition.action_for(after.quadrant),
                    "per_space": [classify(s, c, after.threshold) for s, c in zip(after.delta_s, after.delta_c)]},
         "old": {"delta_s": round(before.entropy, p), "delta_c": round(before.coherence, p),
                 "learning_score": round(before.learning_score, p), "quadrant": before.quadrant},

@@ -34,13 +34,13 @@ def _unit(x: float) -> float:
     return min(max(float(x), 0.0), 1.0) if math.isfinite(x) else 0.0
 
 
-def connectivity(similarities: Sequence[float], threshold: float) -> float:
+def connectivity(similarities: Sequence[float] | np.ndarray, threshold: float) -> float:
     s = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64)), 0.0, 1.0)
     above = s[s > threshold]
     return float(above.mean()) if above.size else 0.0
 
 
-def graded_connectivity(similarities: Sequence[float], baseline: float) -> float:
+def graded_connectivity(similarities: Sequence[float] | np.ndarray, baseline: float) -> float:
     """Mean over the neighbours of (s − θ)/(1 − θ) clipped to [0, 1], θ the baseline similarity of unrelated
     memories in the space: 0 for neighbours no closer than unrelated memories, 1 for identical ones, graded in
     between (a hard threshold made every new fact on a stored topic as unconnected as an unrelated text).
@@ -82,7 +82,7 @@ def cluster_fit(vector: np.ndarray, own: np.ndarray, others: Sequence[np.ndarray
     return _unit((silhouette(a, b) + 1.0) / 2.0)
 
 
-def cluster_fit_from_distances(own: Sequence[float], other: Sequence[float]) -> float:
+def cluster_fit_from_distances(own: Sequence[float] | np.ndarray, other: Sequence[float] | np.ndarray) -> float:
     """ClusterFit from distances already measured (a space with its own similarity measure): `own` to the
     memory's cluster mates, `other` to the nearest other group. Either empty → neutral 0.5."""
     a_d = np.asarray([d for d in own if math.isfinite(d)], dtype=np.float64)

@@ -8,6 +8,7 @@ ask). Sustained entropy is the stronger signal and wins when both apply.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,17 +27,32 @@ class PulseRules:
     precision: int
 
     @classmethod
-    def from_constitution(cls, c: Any) -> PulseRules:
+    def from_constitution(cls, c: Any, tools: Collection[str] | None = None) -> PulseRules:
+        """The rules with every action resolved against `tools`, the registered tool names (SPEC D16: the pulse
+        names only a tool that exists); None keeps the ideal names (kernel tests without a registry)."""
+        stand_ins = c.get("pulse.action_stand_ins")
+
+        def act(ideal: str) -> str:
+            return ideal if tools is None else callable_action(ideal, stand_ins, tools)
+
         return cls(
             johari_threshold=float(c.get("utl.johari_threshold")),
-            actions=dict(c.get("utl.johari_actions")),
+            actions={q: act(a) for q, a in c.get("utl.johari_actions").items()},
             empty_workspace_seconds=float(c.get("pulse.empty_workspace_seconds")),
             high_entropy_threshold=float(c.get("pulse.high_entropy_threshold")),
             high_entropy_seconds=float(c.get("pulse.high_entropy_seconds")),
-            high_entropy_action=str(c.get("pulse.high_entropy_action")),
-            empty_workspace_action=str(c.get("pulse.empty_workspace_action")),
+            high_entropy_action=act(str(c.get("pulse.high_entropy_action"))),
+            empty_workspace_action=act(str(c.get("pulse.empty_workspace_action"))),
             precision=int(c.get("pulse.precision")),
         )
+
+
+def callable_action(ideal: str, stand_ins: Mapping[str, Sequence[str]], tools: Collection[str]) -> str:
+    """`ideal` if it is a registered tool, else the first of its stand-ins that is, else "none"."""
+    for name in (ideal, *stand_ins.get(ideal, ())):
+        if name in tools:
+            return name
+    return "none"
 
 
 def suggested_action(
