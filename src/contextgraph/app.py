@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from threadpoolctl import threadpool_limits
+
 from contextgraph import log
 from contextgraph.clock import Clock
 from contextgraph.config import Settings
@@ -78,6 +80,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing, tools
 
 def build_app(settings: Settings, *, registry: Registry | None = None, configure_logging: bool = True) -> App:
     c = constitution()
+    threadpool_limits(limits=int(c.get("server.blas_threads")), user_api="blas")  # for the whole process
     ring = log.LogRing(int(c.get("logging.ring_buffer_size")))
     if configure_logging:
         log.configure(settings.log_level, ring)
