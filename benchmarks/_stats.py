@@ -70,7 +70,7 @@ def machine_info() -> dict[str, Any]:
         "nproc": os.cpu_count(),
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "git": git_info(),
         "loadavg": list(os.getloadavg()),
     }

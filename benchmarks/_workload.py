@@ -232,7 +232,7 @@ class FillReport:
 
 
 def fill_store(
-    memory: Any,
+    storage: Any,
     pipeline: Any,
     items: Sequence[tuple[str, str]],
     *,
@@ -243,7 +243,7 @@ def fill_store(
     fingerprints: Callable[[int, list[Any]], list[dict]] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> FillReport:
-    """Store `items` (text, modality) in `memory` (a MemoryService) in batches: pipeline.embed, store.put per
+    """Store `items` (text, modality) in `storage` (a StoreHandle) in batches: pipeline.embed, store.put per
     memory, one indexes.catch_up per batch. Memory i is dated start_time + i·spacing_s. `fingerprints`, when
     given, replaces pipeline.embed: fingerprints(offset of the batch in items, drafts) → fingerprints (used to
     reuse computed fingerprints; see bench_memory_ops)."""
@@ -252,8 +252,8 @@ def fill_store(
     from contextgraph.embedders.pipeline import Draft
     from contextgraph.storage.base import MemoryRecord
 
-    memory.open()
-    store, indexes = memory.record_store, memory.indexes
+    storage.open()
+    store, indexes = storage.store, storage.indexes
     embed_s = put_s = index_s = 0.0
     wall = time.perf_counter()
     base_seq = store.last_seq()

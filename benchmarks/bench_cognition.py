@@ -12,11 +12,13 @@ writes the fill's dirty pages back first, so the timed calls' synced commits do 
                           13 per-space neighbourhoods, ΔS/ΔC, Johari; then the related retrieval and the
                           workspace competition). The payload's `utl.compute_ms` is summarised next to the wall
                           time: how much of the call is the UTL computation.
-  pulse                   `app.services.cognition.pulse()` in-process, µs: (a) right after each inject_context call above
+  pulse                   `app.services.cognition.pulse()` in-process, µs: (a) right after each inject_context call
+                          above
                           (the middleware's own pulse has just advanced the network: ~0 lazy steps), (b) back to
                           back, 1000 calls, (c) after --idle-s of idle (≥ 0.2 s: the network integrates its cap of
                           `pulse_max_steps` = 20 steps of dt 0.01 s), --idle-samples calls
-  compute_delta_sc        on random stored vertex ids, the two variants alternating call by call: (a) `new_content` (a realistic text, embedded inside the
+  compute_delta_sc        on random stored vertex ids, the two variants alternating call by call: (a) `new_content`
+                          (a realistic text, embedded inside the
                           call: embed + 2 × ΔS/ΔC), (b) `new_fingerprint` = the vertex's own stored fingerprint
                           as JSON (`vertex_update.fingerprint_to_json(store.fingerprints([seq])[0])`, unperturbed;
                           prepared before the timing): the computation without the embedding, but with the JSON
@@ -55,11 +57,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import format_summary, summarize, write_result  # noqa: E402
-from _workload import bench_settings, blas_threads, function_pairs, realistic_texts  # noqa: E402
-from bench_memory_ops import Filler  # noqa: E402
-
-import anyio  # noqa: E402
+import anyio
+from _stats import format_summary, summarize, write_result
+from _workload import bench_settings, blas_threads, function_pairs, realistic_texts
+from bench_memory_ops import Filler
 
 perf = time.perf_counter
 MACHINE = "2-core x86_64 Linux VM, no GPU"
@@ -200,7 +201,7 @@ async def measure_size(app: Any, client: Any, texts: Any, queries: Any, args: ar
                 parts.setdefault(f"{which}.{k}", []).append(v)
     out["compute_delta_sc_diagnostics_ms"] = {k: summarize(v) for k, v in parts.items()}
     if parts:
-        print("      with include_diagnostics (n=%d), medians ms: " % len(parts["call_wall"]) + ", ".join(
+        print(f"      with include_diagnostics (n={len(parts['call_wall'])}), medians ms: " + ", ".join(
             f"{k} {statistics.median(v):.2f}" for k, v in parts.items()))
         print(f"      fingerprint JSON ~{statistics.median(json_bytes) / 1024:.0f} KiB per call")
 
@@ -324,7 +325,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     queries = [p.query for p in function_pairs()]
     random.Random(args.seed).shuffle(queries)
     query_iter = itertools.cycle(queries)
-    filler = Filler(_FillTarget(app), pipeline, args.distinct, horizon=max(sizes), seed=args.seed)
+    filler = Filler(app, pipeline, args.distinct, horizon=max(sizes), seed=args.seed)
     texts = itertools.islice(realistic_texts(args.seed + 1), 40_000, None)
     rng = random.Random(args.seed)
     async with Client(build_server(app), mode="legacy") as client:
@@ -369,32 +370,9 @@ def print_table(results: dict[str, Any]) -> None:
         cells = []
         for s in sizes:
             r = results["sizes"][s]["pulse"][key]
-            cells.append(f"{r['median']:.1f} / {r['p95']:.1f} / {r['p99']:.1f} µs {'ok' if r['budget_met'] else 'OVER'}")
+            verdict = "ok" if r["budget_met"] else "OVER"
+            cells.append(f"{r['median']:.1f} / {r['p95']:.1f} / {r['p99']:.1f} µs {verdict}")
         print(f"{'pulse ' + key[:-3]:<36}" + "".join(f"{c:>32}" for c in cells) + "   < 1000 µs")
-
-
-class _FillTarget:
-    """What bench_memory_ops.Filler and _workload.fill_store read from an app (`app.memory` with `open()`,
-    `record_store`, `indexes`; `app.services`), over the Services bundle."""
-
-    class _Memory:
-        def __init__(self, services: Any) -> None:
-            self._storage = services.storage
-
-        def open(self) -> None:
-            self._storage.open()
-
-        @property
-        def record_store(self) -> Any:
-            return self._storage.store
-
-        @property
-        def indexes(self) -> Any:
-            return self._storage.indexes
-
-    def __init__(self, app: Any) -> None:
-        self.services = app.services
-        self.memory = self._Memory(app.services)
 
 
 def main() -> int:

@@ -104,8 +104,8 @@ class Filler:
         self.report = {"embed_s": 0.0, "put_s": 0.0, "index_s": 0.0, "wall_s": 0.0, "distinct": 0, "reused": 0}
 
     def grow_to(self, target: int) -> None:
-        memory = self.app.memory
-        store = memory.record_store
+        storage = self.app.services.storage
+        store = storage.store
         need = target - store.count()
         if need <= 0:
             return
@@ -114,7 +114,7 @@ class Filler:
         if fresh:
             items = list(itertools.islice(self.texts, fresh))
             first_seq = store.last_seq() + 1
-            r = fill_store(memory, self.pipeline, items, start_time=self._start(), progress=self._progress(fresh))
+            r = fill_store(storage, self.pipeline, items, start_time=self._start(), progress=self._progress(fresh))
             seqs = [rec.seq for rec in self._records_since(first_seq)]
             self.sources += [(s, t, m) for s, (t, m) in zip(seqs, items)]
             self.made += fresh
@@ -130,7 +130,7 @@ class Filler:
             def reuse(lo: int, drafts: list[Any]) -> list[dict]:
                 return self._reuse(src_seqs[lo : lo + len(drafts)], drafts)
 
-            r = fill_store(memory, self.pipeline, items, start_time=self._start(), fingerprints=reuse,
+            r = fill_store(storage, self.pipeline, items, start_time=self._start(), fingerprints=reuse,
                            progress=self._progress(rest))
             self.made += rest
             self.report["reused"] += rest
@@ -336,12 +336,11 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
     from contextgraph.fingerprint import Sparse
     from contextgraph.services.search import Retriever
 
-    memory = app.memory
-    store, indexes = memory.record_store, memory.indexes
+    store, indexes = app.services.storage.store, app.services.storage.indexes
     indexes.catch_up(store)
-    retriever = Retriever(store, indexes, pipeline.embedders, memory._retrieval_settings)
+    retriever = Retriever(store, indexes, pipeline.embedders, app.services.memory.retrieval_settings)
     qs = queries[:n]
-    fps = pipeline.embed([memory._draft(q, "text", None) for q in qs])
+    fps = pipeline.embed([app.services.perception.draft(q, "text", None) for q in qs])
     dirs = [query_direction(q) for q in qs]
     out: dict[str, Any] = {"queries": len(qs)}
 

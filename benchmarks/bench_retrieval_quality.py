@@ -246,19 +246,19 @@ class Corpus:
         self.home = Path(tempfile.mkdtemp(prefix=f"cg-bench-quality-{label}-"))
         self.app = build_app(bench_settings(self.home, int8=int8))
         self.pipeline = anyio.run(self.app.services.perception.pipeline)
-        memory = self.app.memory
-        memory.open()
-        self.store, self.indexes = memory.record_store, memory.indexes
+        storage = self.app.services.storage
+        storage.open()
+        self.store, self.indexes = storage.store, storage.indexes
         t0 = perf()
         first = self.store.last_seq() + 1
-        report = fill_store(memory, self.pipeline, [(p.document, "code") for p in pairs],
+        report = fill_store(storage, self.pipeline, [(p.document, "code") for p in pairs],
                             start_time=time.time() - len(pairs), spacing_s=1.0, session="bench-quality",
                             rationale="retrieval-quality benchmark: a stdlib function")
         self.seqs = np.arange(first, first + len(pairs), dtype=np.int64)  # doc i ↔ seq first + i
         assert self.store.count() == len(pairs)
         self.fill_s = perf() - t0
         t0 = perf()
-        drafts = [memory._draft(p.query, "text", None) for p in pairs]
+        drafts = [self.app.services.perception.draft(p.query, "text", None) for p in pairs]
         self.queries: list[dict] = []
         for lo in range(0, len(drafts), 256):
             self.queries += self.pipeline.embed(drafts[lo : lo + 256])

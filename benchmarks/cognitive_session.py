@@ -39,10 +39,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import write_result  # noqa: E402
-from _workload import bench_settings  # noqa: E402
-
-import anyio  # noqa: E402
+import anyio
+from _stats import write_result
+from _workload import bench_settings
 
 RATIONALE = "scripted session step"
 TOPICS = {
