@@ -135,7 +135,7 @@ class OnnxBackbone(_TokenizingBackbone):
     def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         (states,) = self._session.run(None, {k: v for k, v in feed.items() if k in self._input_names})
-        return states
+        return np.asarray(states)  # the graph's one output is a dense tensor
 
 
 class TorchBackbone(_TokenizingBackbone):
@@ -176,7 +176,8 @@ def load_backbone(
     device: str = "cpu",
 ) -> OnnxBackbone | TorchBackbone:
     """The backbone for this machine. runtime "onnx" → ONNX Runtime on CPU; "torch" → torch on CUDA when available,
-    else CPU; "auto" → torch on CUDA only when asked for (`device="cuda"`, from Settings' CONTEXTGRAPH_DEVICE), torch is installed and sees a GPU — otherwise ONNX, without ever importing torch."""
+    else CPU; "auto" → torch on CUDA only when asked for (`device="cuda"`, from Settings' CONTEXTGRAPH_DEVICE),
+    torch is installed and sees a GPU — otherwise ONNX, without ever importing torch."""
     if runtime not in ("auto", "onnx", "torch"):
         raise ValueError(f"runtime must be 'auto', 'onnx' or 'torch', got {runtime!r}")
     if runtime == "torch":

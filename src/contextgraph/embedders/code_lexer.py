@@ -82,7 +82,7 @@ def token_class_histogram(text: str) -> np.ndarray:
     """float32 [16]: the share of each lexical class among the text's tokens (zeros for an empty text)."""
     counts = np.zeros(len(CLASSES), dtype=np.float64)
     for m in _LEXER.finditer(text):
-        kind = m.lastgroup
+        kind = m.lastgroup or "other"  # every alternative of _LEXER is a named group
         if kind in ("space", "other"):
             continue
         if kind == "name":

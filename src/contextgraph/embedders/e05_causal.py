@@ -111,7 +111,7 @@ def causal_spans(text: str) -> CausalSpans:
     for index, (s_start, s_end) in enumerate(sentences):
         matches = list(_CUES.finditer(text, s_start, s_end))
         for j, m in enumerate(matches):
-            effect_first = m.lastgroup.startswith("e")
+            effect_first = (m.lastgroup or "").startswith("e")  # every alternative of _CUES is a named group
             lo = matches[j - 1].end() if j else s_start
             hi = matches[j + 1].start() if j + 1 < len(matches) else s_end
             if _NEGATION.search(text, lo, hi):
