@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from contextgraph.errors import DimensionMismatch
-from contextgraph.fingerprint import Fingerprint, Sparse, Vector
+from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
 from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
 from contextgraph.storage.base import MemoryStore
@@ -73,7 +73,7 @@ class IndexSet:
         self.store = store
         self.applied_seq = 0  # every oplog entry up to here is reflected in the indexes
         self.store_id = getattr(store, "store_id", None)
-        self._dims = dict(dims or {})
+        self._dims: dict[int, int] = dict(dims or {})
         self._params = {"M": M, "ef_construction": ef_construction, "ef_search": ef_search}
         self._indexes: dict[int, Index] = {}
         self._ahead: set[int] = set()  # seqs applied directly (apply) beyond applied_seq: catch_up skips them
@@ -95,15 +95,17 @@ class IndexSet:
             index = self._indexes.get(space)
             if index is None:
                 return []
-            return index.search(query, k, max_df, **bm25) if isinstance(index, SparseIndex) else index.search(query, k)
+            if isinstance(index, SparseIndex):
+                return index.search(sparse(query), k, max_df, **bm25)
+            return index.search(dense(query), k)
 
     def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], **bm25: float) -> np.ndarray:
         """float64 [len(docs)] BM25 scores of given documents, with this space's index statistics (df, avgdl)."""
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
         with self._lock.read():
-            index = self._indexes.get(space) or SparseIndex()
-            return index.score(query, docs, **bm25)
+            index = self._indexes.get(space)
+            return (index if isinstance(index, SparseIndex) else SparseIndex()).score(query, docs, **bm25)
 
     def sizes(self) -> dict[int, int]:
         """Entries per space, after catching up (like a search): what the store holds, not what was applied."""
@@ -132,7 +134,7 @@ class IndexSet:
     def catch_up(self, store: MemoryStore | None = None) -> int:
         """Apply the store's oplog entries after `applied_seq`; returns how many were read. Costs one short
         read transaction when there is nothing new, so it is cheap enough to run before every search."""
-        store = store if store is not None else self.store
+        store = self._source(store)
         if store.last_seq() <= self.applied_seq:
             return 0
         done = 0
@@ -158,6 +160,13 @@ class IndexSet:
                     self._ahead = {s for s in self._ahead if s > self.applied_seq}
                 done += len(entries)
 
+    def _source(self, store: MemoryStore | None) -> MemoryStore:
+        """The store to read: the one given, else the one this set was opened on."""
+        source = store if store is not None else self.store
+        if source is None:
+            raise ValueError("this IndexSet has no store: pass one")
+        return source
+
     def _add(
         self, indexes: dict[int, Index], seqs: list[int], fps: Sequence[Fingerprint], capacity: int = 0
     ) -> None:
@@ -173,9 +182,9 @@ class IndexSet:
             if index is None:
                 index = indexes[space] = self._new_index(space, column[0], max(capacity, len(seqs)))
             if isinstance(index, SparseIndex):
-                index.add(seqs, column)
+                index.add(seqs, [sparse(v) for v in column])
                 continue
-            matrix = np.stack(column)
+            matrix = np.stack([dense(v) for v in column])
             width = matrix.shape[1] * (8 if isinstance(index, BinaryIndex) else 1)
             expected = index.bits if isinstance(index, BinaryIndex) else index.dim
             if width != expected:
@@ -190,8 +199,8 @@ class IndexSet:
         if kind == "sparse":
             return SparseIndex()
         if kind == "binary":
-            return BinaryIndex(self._dims.get(space, first.shape[0] * 8), capacity=capacity)
-        dim = self._dims.get(space, first.shape[0])
+            return BinaryIndex(self._dims.get(space, dense(first).shape[0] * 8), capacity=capacity)
+        dim = self._dims.get(space, dense(first).shape[0])
         return DenseIndex(dim, DENSE_METRIC[space], capacity=max(capacity, 1024), **self._params)
 
     # --- whole-set operations ----------------------------------------------------------------------------------
@@ -199,7 +208,7 @@ class IndexSet:
     def rebuild(self, store: MemoryStore | None = None, progress: Progress | None = None) -> None:
         """Build every index from `store.scan()` and swap them in; searches (and catch-ups) keep using the old
         ones meanwhile. Then catch up with whatever was written during the build."""
-        store = store if store is not None else self.store
+        store = self._source(store)
         start = store.last_seq()  # the build reflects the log up to here; catch_up does the rest
         total = store.count()
         fresh: dict[int, Index] = {}
