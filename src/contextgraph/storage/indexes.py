@@ -199,8 +199,8 @@ class IndexSet:
         if kind == "sparse":
             return SparseIndex()
         if kind == "binary":
-            return BinaryIndex(self._dims.get(space, dense(first).shape[0] * 8), capacity=capacity)
-        dim = self._dims.get(space, dense(first).shape[0])
+            return BinaryIndex(self._dims.get(space, int(dense(first).shape[0]) * 8), capacity=capacity)
+        dim = self._dims.get(space, int(dense(first).shape[0]))
         return DenseIndex(dim, DENSE_METRIC[space], capacity=max(capacity, 1024), **self._params)
 
     # --- whole-set operations ----------------------------------------------------------------------------------
