@@ -56,8 +56,11 @@ class App:
         self.services.close()
 
 
-def build_services(settings: Settings, c: Constitution, ring: log.LogRing, tools: frozenset[str]) -> Services:
-    cognition = CognitiveState(c, tools=tools)  # the pulse suggests only these tools (D16)
+def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
+                   tools: frozenset[str] | None = None) -> Services:
+    """`tools`: the registered tool names, the only ones the pulse may suggest (D16); None (services without a
+    tool layer, as some tests build them) keeps the constitution's names."""
+    cognition = CognitiveState(c, tools=tools)
     workspace = WorkspaceService(c, cognition)
     clock = Clock()
     storage = StoreHandle(settings, c, cognition, workspace)  # opens the store lazily

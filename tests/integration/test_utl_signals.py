@@ -24,7 +24,9 @@ from contextgraph.fingerprint import SPACES
 from contextgraph.services.memory_payloads import NewMemory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-import novelty_corpus as nc  # noqa: E402
+import itertools
+
+import novelty_corpus as nc
 
 pytestmark = pytest.mark.anyio
 KINDS = nc.ORDER
@@ -48,7 +50,10 @@ async def _scored(settings, stored: list[str], probes: dict) -> tuple[dict, obje
         computer.model(handle.store, handle.indexes, by_space)  # … then the full one, in the background
         computer.wait()
         reference = computer.reference(handle.store, handle.indexes, pipeline.embedders)
-        assert len(reference) == min(len(stored), 64) and all(len(f) == 13 for f in reference)
+        # every store scores its memory's UTL (D16), so the model may come from a store before the last one: it is
+        # refitted once the store has grown by gaussian.refit_growth (10%)
+        assert 0.9 * min(len(stored), 64) <= len(reference) <= min(len(stored), 64)
+        assert all(len(f) == 13 for f in reference)
         keys = list(probes)
         fps = pipeline.embed([Draft(probes[k], timestamp=time.time()) for k in keys])
         history = [0.45, 0.5, 0.55, 0.5]
@@ -82,7 +87,7 @@ async def test_every_content_space_orders_real_text(settings):
         medians = [_median(results, kind, lambda r, i=i: r.delta_s[i]) for kind in KINDS]
         assert medians == sorted(medians) and len(set(medians)) == 5, (space.name, medians)
         assert medians[0] < 0.01 and medians[3] > 0.2, (space.name, medians)  # usable spread, not saturated
-        ordered = sum(all(a < b for a, b in zip(seq, seq[1:]))
+        ordered = sum(all(a < b for a, b in itertools.pairwise(seq))
                       for seq in ([results[(t, k)].delta_s[i] for k in KINDS[:4]] for t in nc.TOPICS))
         new_below = np.mean([results[(t, "new")].delta_s[i] < results[("unrelated", j)].delta_s[i]
                              for t in nc.TOPICS for j in range(len(nc.UNRELATED))])
@@ -111,7 +116,7 @@ async def test_five_memories_already_order(settings):
     topic = nc.TOPICS["migrations"]
     probes = {("migrations", kind): text for kind, text in nc.probes("migrations").items()}
     probes[("unrelated", 0)] = nc.UNRELATED[0]
-    results, computer = await _scored(settings, list(topic["facts"]), probes)
+    results, _computer = await _scored(settings, list(topic["facts"]), probes)
     for sid in (1, 5, 7, 10, 12):
         seq = [results[("migrations", k)].delta_s[sid - 1] for k in KINDS[:4]] + [results[("unrelated", 0)]
                                                                                 .delta_s[sid - 1]]

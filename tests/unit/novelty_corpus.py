@@ -108,8 +108,8 @@ def probes(topic: str) -> dict[str, str]:
     """The five probe kinds of one topic, most familiar first."""
     t = TOPICS[topic]
     facts = t["facts"]
-    edit_of, edit = t["edit"]
-    para_of, para = t["paraphrase"]
+    _edit_of, edit = t["edit"]
+    _para_of, para = t["paraphrase"]
     return {"duplicate": facts[4], "edit": edit, "paraphrase": para, "new": t["new"]}
 
 

@@ -1,3 +1,4 @@
+import itertools
 import math
 
 import numpy as np
@@ -166,7 +167,7 @@ def test_chi2_cdf_monotone(dof):
     xs = np.linspace(0, max(dof + 20 * math.sqrt(2 * dof), 120.0), 400)
     values = [chi2_cdf(x, dof) for x in xs]
     assert all(in_unit(v) for v in values)
-    assert all(b >= a - 1e-14 for a, b in zip(values, values[1:]))
+    assert all(b >= a - 1e-14 for a, b in itertools.pairwise(values))
     assert values[0] == 0.0 and values[-1] > 1 - 1e-12
 
 

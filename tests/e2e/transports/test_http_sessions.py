@@ -99,6 +99,6 @@ async def test_idle_sessions_are_reaped(make_net_app):
         sessions = [await _open_session(http) for _ in range(3)]
         with anyio.fail_after(30):  # generous: the idle time is half a second
             # polled: the reaping happens inside the SDK, with no event to await
-            while await _open_count(http):  # noqa: ASYNC110
+            while await _open_count(http):
                 await anyio.sleep(0.1)
         assert (await http.post("/mcp", headers=sessions[0], json=tool_call(2, "tool_active"))).status_code == 404

@@ -246,7 +246,7 @@ def test_rebuild_equals_incremental(tmp_path):
         assert rebuilt.applied_seq == incremental.applied_seq == store.last_seq()
         assert rebuilt.sizes() == incremental.sizes() == {s: store.count() for s in INDEXED_SPACES}
         queries = [fingerprint(rng, tokens=1, e6_nnz=200, e13_nnz=200) for _ in range(8)]
-        queries += [fp for fp in store.fingerprints([stored[1].seq, stored[100].seq])]
+        queries += list(store.fingerprints([stored[1].seq, stored[100].seq]))
         assert _answers(rebuilt, queries) == _answers(incremental, queries)
 
 
