@@ -1,5 +1,5 @@
-"""One ONNX backbone per test session: the first run exports the graph into a temporary cache (several
-seconds); every test shares it."""
+"""One ONNX backbone per test session, from the user-level model cache (tests/conftest.py: model_cache); every
+test shares it."""
 
 from __future__ import annotations
 
