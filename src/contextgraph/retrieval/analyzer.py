@@ -2,7 +2,8 @@
 tombstone search, tool discovery.
 
     text → words (letters/digits/_ runs, joined by dots: `os.path.join`) →
-        a compound identifier (snake_case, camelCase, dotted, letters with digits) yields itself whole, lower-cased, unstemmed
+        a compound identifier (snake_case, camelCase, dotted, letters with digits) yields itself whole,
+        lower-cased, unstemmed
         ("os.path.join", "getvalue") and then its parts;
         every part / plain word is lower-cased and lightly stemmed (Snowball English, PyStemmer);
         English function words are dropped (their idf is ~0 and their postings are the longest).
