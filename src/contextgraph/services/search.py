@@ -163,17 +163,17 @@ class Retriever:
         lap = _stage_timer(timings)
 
         # S3: every space scores every candidate in its own measure; RRF over the ranks.
-        keep = [i for i, fp in enumerate(fingerprints) if fp is not None]  # deleted since the index saw them
-        seqs = [seqs[i] for i in keep]
-        fingerprints = [fingerprints[i] for i in keep]
+        # a None fingerprint: deleted since the index saw it
+        pairs = [(seq, fp) for seq, fp in zip(seqs, fingerprints) if fp is not None]
         if modality is not None:
-            records = dict(zip(seqs, self.store.get_by_seq(seqs)))
-            keep = [i for i, seq in enumerate(seqs) if records[seq] is not None and records[seq].modality == modality]
-            seqs = [seqs[i] for i in keep]
-            fingerprints = [fingerprints[i] for i in keep]
+            records = dict(zip([seq for seq, _ in pairs], self.store.get_by_seq([seq for seq, _ in pairs])))
+            pairs = [(seq, fp) for seq, fp in pairs
+                     if (record := records[seq]) is not None and record.modality == modality]
+        seqs = [seq for seq, _ in pairs]
+        docs: list[Fingerprint] = [fp for _, fp in pairs]
         if not seqs:
             return Retrieval([], 0, timings, _STAGE4_INACTIVE)
-        scores = self.space_scores(query, fingerprints, causal_direction)
+        scores = self.space_scores(query, docs, causal_direction)
         weights = s.weights_for(query_text)
         space_ranks = {space: ranks(values) for space, values in scores.items()}
         fused = fuse(scores, weights, s.rrf_k, s.score_weights, space_ranks)
