@@ -74,7 +74,8 @@ class MemoryService:
             (fingerprint,) = pipeline.embed([self.perception.draft(query, modality or "text", None)])
             embed_ms = round((time.perf_counter() - started) * 1000, 3)
             retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
-                                                      modality=modality, causal_direction=query_direction(query))
+                                                      modality=modality, causal_direction=query_direction(query),
+                                                      query_text=query)  # what kind of query (time, code, prose)
             return Searched(query, retrieval, breakdown, embed_ms), fingerprint
 
         searched, fingerprint = await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
