@@ -150,6 +150,25 @@ async def test_operations_compete_for_the_workspace(client):
         assert any(e["kind"] == "enter" for e in after["recent_events"])
 
 
+async def test_the_memory_that_answers_agrees_most_and_an_unrelated_one_least(client):
+    """Binding is agreement with the context (issue 11.6): each space's similarity to the query as a percentile of
+    the query's similarities to a sample of the store, phases θ = π(1 − a). The memory that is the query binds on
+    the agreeing side closest to 0 (smallest ψ), an unrelated one that a small store still returns farthest (and
+    never agrees), and the workspace's winner is a top result. (r_m alone measures how much the spaces concur,
+    on either side: an unrelated memory every space rejects concurs too.)"""
+    ids = [(await inject(client, text, 0))["id"] for text in RELATED[:6]]
+    unrelated = (await inject(client, UNRELATED, 0))["id"]
+    found = await tool(client, "search_graph", {"query": RELATED[2], "top_k": 7})
+    status = await tool(client, "get_workspace_status")
+    psi = {c["memory_id"]: c["psi"] for c in status["candidates"]}
+    assert psi[ids[2]] == min(psi.values())
+    if unrelated in psi:
+        assert psi[unrelated] == max(psi.values())
+        assert not next(c for c in status["candidates"] if c["memory_id"] == unrelated)["agrees"]
+    if status["active_memory"] is not None:
+        assert status["active_memory"]["memory_id"] in [m["id"] for m in found["results"][:3]]
+
+
 async def test_broadcast_measures_refuses_and_forces(client):
     ids = [(await inject(client, text, 0))["id"] for text in RELATED[:5]]
     missing = await error_of(client, "trigger_workspace_broadcast", {"memory_id": uuid.uuid4().hex})

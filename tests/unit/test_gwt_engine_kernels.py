@@ -427,18 +427,30 @@ def test_a_unanimous_no_binds_but_does_not_agree():
     assert state.active is None and events == []
 
 
-def test_the_retrievers_vectorised_standings_equal_rank_agreement():
-    from contextgraph.fingerprint import SPACES
-    from contextgraph.services.search import Retriever
+def test_context_similarities_are_each_spaces_measure_with_e12_borrowing_e1():
+    from contextgraph.fingerprint import SPACES, Sparse
+    from contextgraph.retrieval.similarity import context_similarities, space_similarities
 
-    rng = np.random.default_rng(21)
-    scores = {s.id: np.round(rng.random(40), 1) for s in SPACES}  # rounded: plenty of ties
-    scores[3][5] = np.nan
-    chosen = [0, 5, 17, 39]
-    got = Retriever._agreements(scores, chosen)
-    for row, i in enumerate(chosen):
-        for column, s in enumerate(SPACES):
-            assert got[row, column] == pytest.approx(binding.rank_agreement(scores[s.id][i], scores[s.id]))
+    class Cosine:  # a dense space's own measure, as the embedders give it
+        def similarity(self, query, docs):
+            return np.array([float(np.dot(query, d) / (np.linalg.norm(query) * np.linalg.norm(d))) for d in docs])
+
+    rng = np.random.default_rng(5)
+
+    def fingerprint():
+        fp = {s.id: rng.random(8) for s in SPACES}
+        for sid in (6, 13):
+            fp[sid] = Sparse(np.sort(rng.choice(50, 6, replace=False)).astype(np.int32), np.ones(6, np.float32))
+        return fp
+
+    by_space = {s.id: Cosine() for s in SPACES}
+    context, docs = fingerprint(), [fingerprint() for _ in range(5)]
+    got = context_similarities(by_space, context, docs)
+    assert got.shape == (5, 13) and np.all((got >= 0) & (got <= 1))
+    for column, space in enumerate(SPACES):
+        source = SPACES[0] if space.id == 12 else space
+        np.testing.assert_allclose(got[:, column], space_similarities(by_space, source, context, docs))
+    assert context_similarities(by_space, context, []).shape == (0, 13)
 
 
 # --- binding = agreement with the context (issue 11.6) -------------------------------------------------------------

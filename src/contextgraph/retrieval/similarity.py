@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from contextgraph.embedders.base import Embedder
-from contextgraph.fingerprint import Fingerprint, Space
+from contextgraph.fingerprint import SPACES, Fingerprint, Space
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -30,3 +30,20 @@ def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerpri
     else:
         sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
     return np.clip(np.nan_to_num(sims), 0.0, 1.0)
+
+
+LATE_INTERACTION, SEMANTIC = 12, 1
+
+
+def context_similarities(by_space: Mapping[int, Embedder], context: Fingerprint,
+                         docs: Sequence[Fingerprint]) -> np.ndarray:
+    """[len(docs), 13]: each doc's similarity to `context` in every space's own [0, 1] measure: what binding
+    compares with the context's similarities to a sample of the store (gwt.binding.context_agreements). E12
+    borrows E1's: MaxSim against a whole reference sample costs more than every other space together."""
+    out = np.zeros((len(docs), len(SPACES)))
+    for column, space in enumerate(SPACES):
+        if space.id == LATE_INTERACTION:
+            continue
+        out[:, column] = space_similarities(by_space, space, context, docs)
+    out[:, LATE_INTERACTION - 1] = out[:, SEMANTIC - 1]
+    return out

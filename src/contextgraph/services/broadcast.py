@@ -1,5 +1,6 @@
-"""trigger_workspace_broadcast's use-case: a stored memory's r_m against the current context (its standing in each
-space among the last operation's candidates), then its broadcast into the global workspace."""
+"""trigger_workspace_broadcast's use-case: a stored memory's r_m against the current context (its agreement with
+the context in each space, against the store's distribution of that space, as search results bind), then its
+broadcast into the global workspace."""
 
 from __future__ import annotations
 
@@ -10,31 +11,34 @@ import numpy as np
 
 from contextgraph.errors import NodeNotFound
 from contextgraph.fingerprint import SPACES
-from contextgraph.gwt.binding import binding, rank_agreement
-from contextgraph.services.memory import MemoryService
+from contextgraph.gwt.binding import binding, context_agreements
+from contextgraph.retrieval.similarity import context_similarities
+from contextgraph.services.perception import Perception
+from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.workspace import WorkspaceService
 
 
-async def broadcast_memory(memory: MemoryService, workspace: WorkspaceService, memory_id: str, importance: float,
-                           alignment: float, force: bool) -> dict[str, Any]:
-    """trigger_workspace_broadcast: r_m of a stored memory against the current context — its standing in each
-    space among the last operation's candidates (gwt.binding.rank_agreement) — then the broadcast."""
-    storage = await memory.handle.ready()
+async def broadcast_memory(storage: StoreHandle, perception: Perception, workspace: WorkspaceService,
+                           memory_id: str, importance: float, alignment: float, force: bool) -> dict[str, Any]:
+    """trigger_workspace_broadcast: r_m of a stored memory against the current context — its similarity to the
+    context in each space as a percentile of the context's similarities to a sample of the store
+    (gwt.binding.context_agreements), the measure the last operation's candidates bound with — then the
+    broadcast. No context yet: no r_m (the workspace decides what that means)."""
+    await storage.ready()
     record = storage.live_record(memory_id)
-    store = storage.store
     context, reference = workspace.context
     r, psi = None, 0.0
     agreements: list[float] = []
     if context is not None and reference:
-        await memory.perception.pipeline()
+        embedders = {e.space: e for e in (await perception.pipeline()).embedders}
 
         def measure() -> list[float]:
-            (fp,) = store.fingerprints([record.seq])
+            (fp,) = storage.store.fingerprints([record.seq])
             if fp is None:
                 raise NodeNotFound(f"Memory {memory_id} was deleted while it was being measured.",
                                    node_id=memory_id)
-            scores = memory.space_scores(context, [fp])
-            return [rank_agreement(scores[s.id][0], reference[s.id]) for s in SPACES]
+            sims = context_similarities(embedders, context, [fp])
+            return context_agreements(sims, [reference.get(s.id, np.zeros(0)) for s in SPACES])[0].tolist()
 
         agreements = await anyio.to_thread.run_sync(measure)
         r, psi = binding(np.asarray(agreements))

@@ -12,7 +12,6 @@ import uuid
 from typing import Any
 
 import anyio
-import numpy as np
 
 from contextgraph.constitution import Constitution
 from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
@@ -51,12 +50,13 @@ class MemoryService:
         utl = utl_payload(result, self.constitution, self.cognition.action_for(result.quadrant))
         related: list[dict[str, Any]] = []
         if related_k:
-            retriever = self._retriever(await self.perception.pipeline())
+            pipeline = await self.perception.pipeline()
             # the candidates: the neighbourhood the UTL computation gathered from every space's own index
             # (the k nearest and the next k in each), already read; stages 3-5 rank them as search_graph would
             seqs = list(result.neighbourhood)
             retrieval = await anyio.to_thread.run_sync(
-                lambda: retriever.rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs], related_k),
+                lambda: self._retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
+                                                       related_k),
                 limiter=self.perception.cpu,
             )
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
@@ -86,13 +86,6 @@ class MemoryService:
             self.handle.writer.submit_future(self.handle.store.touch, [f.record.seq for f in searched.retrieval.found])
         return searched
 
-    def space_scores(self, query: Fingerprint, docs: list[Fingerprint]) -> dict[int, np.ndarray]:
-        """Each space's score of `docs` against `query`, as retrieval's stage 3 measures them (the pipeline must
-        have loaded: callers await perception.pipeline() first)."""
-        pipeline = self.perception.loaded_pipeline()
-        assert pipeline is not None, "space_scores needs the loaded pipeline"
-        return self._retriever(pipeline).space_scores(query, docs, "both")
-
     # -- internals -------------------------------------------------------------------------------------------
     def _compete(self, context: Fingerprint, retrieval: Retrieval) -> None:
         """The operation's results compete for the global workspace against its fingerprint (the context)."""
@@ -100,7 +93,11 @@ class MemoryService:
                                retrieval.reference)
 
     def _retriever(self, pipeline: FingerprintPipeline) -> Retriever:
-        return Retriever(self.handle.store, self.handle.indexes, pipeline.embedders, self.retrieval_settings)
+        """A retriever over the store, with the store model's reference sample for binding (from a worker
+        thread: a store without a fitted model fits one here)."""
+        store, indexes = self.handle.store, self.handle.indexes
+        reference = self.handle.delta_sc.reference(store, indexes, pipeline.embedders)
+        return Retriever(store, indexes, pipeline.embedders, self.retrieval_settings, reference)
 
     async def _store_one(self, new: NewMemory) -> tuple[Stored, Fingerprint, DeltaSc]:
         """Embed, score (the full UTL against the store before the put), commit, index, and fold the UTL into

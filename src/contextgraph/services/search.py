@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint
-from contextgraph.gwt.binding import rank_agreements
+from contextgraph.gwt.binding import context_agreements
 from contextgraph.retrieval.fusion import fuse, ranks, rerank
 from contextgraph.retrieval.query_kind import classify, query_weights
+from contextgraph.retrieval.similarity import context_similarities
 from contextgraph.storage.base import MemoryRecord
 
 SEMANTIC, SPARSE, HDC, LATE, SPLADE = 1, 6, 9, 12, 13
@@ -93,7 +94,8 @@ class Retrieval:
     candidates: int
     stages_ms: dict[str, float]
     stage4: str
-    # each space's scores of all stage-3 candidates: what a memory's standing (binding agreement) is measured in
+    # per space, the query's similarities to a sample of stored memories: what a memory's agreement with the
+    # query (binding) is measured against, here and by trigger_workspace_broadcast later
     reference: dict[int, np.ndarray] = field(default_factory=dict)
 
 
@@ -101,11 +103,15 @@ class Retriever:
     """Stateless over its collaborators: `indexes` (per-space search), `store` (records and fingerprints) and
     the embedders (each space's similarity)."""
 
-    def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings) -> None:
+    def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings,
+                 reference: Sequence[Fingerprint] = ()) -> None:
+        """`reference`: a uniform sample of stored fingerprints (services.delta_sc: the store model's), what
+        the found memories' agreement with the query is normalised against (SPEC §9 binding)."""
         self.store = store
         self.indexes = indexes
         self.embedders = {e.space: e for e in embedders}
         self.settings = settings
+        self.reference = tuple(reference)
 
     def run(
         self,
@@ -189,7 +195,9 @@ class Retriever:
         found: list[Found] = []
         chosen = [i for i in reranked.tolist() if scores[SEMANTIC][i] >= min_similarity][:top_k]
         records = self.store.get_by_seq([seqs[i] for i in chosen])
-        agreements = self._agreements(scores, chosen)
+        references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
+        agreements = context_agreements(context_similarities(self.embedders, query, [docs[i] for i in chosen]),
+                                        list(references.T))
         for row, (i, record) in enumerate(zip(chosen, records)):
             if record is None:
                 continue
@@ -201,17 +209,8 @@ class Retriever:
                 agreements=tuple(agreements[row].tolist()),
             ))
         lap("fetch_records")
-        return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE, scores)
-
-    @staticmethod
-    def _agreements(scores: dict[int, np.ndarray], chosen: list[int]) -> np.ndarray:
-        """[len(chosen), 13]: each chosen candidate's standing among all candidates in every space, in [0, 1]
-        (gwt.binding.rank_agreements: the workspace's own measure, vectorised)."""
-        out = np.ones((len(chosen), len(SPACES)))
-        for column, space in enumerate(SPACES):
-            ref = np.asarray(scores[space.id], dtype=np.float64)
-            out[:, column] = rank_agreements(ref[chosen], ref)
-        return out
+        return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE,
+                         {space.id: references[:, column] for column, space in enumerate(SPACES)})
 
     def space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
         scores: dict[int, np.ndarray] = {}

@@ -95,7 +95,8 @@ class BroadcastArgs(Args):
 
 
 async def trigger_workspace_broadcast(ctx: ToolContext, args: BroadcastArgs) -> dict[str, Any]:
-    result = await broadcast_memory(ctx.services.memory, ctx.services.workspace, args.memory_id, args.importance,
+    s = ctx.services
+    result = await broadcast_memory(s.storage, s.perception, s.workspace, args.memory_id, args.importance,
                                     args.alignment, args.force)
     if result["broadcast"]:
         await ctx.services.storage.save_engine()  # the entry and its events survive a restart
