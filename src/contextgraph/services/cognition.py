@@ -35,10 +35,12 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
+from contextgraph.fingerprint import SPACES
 from contextgraph.gwt import ego
 from contextgraph.services.gwt import OscillatorNetwork
 from contextgraph.utl import learning, meta
-from contextgraph.utl.pulse import PulseRules, pulse
+from contextgraph.utl.johari import classify
+from contextgraph.utl.pulse import PulseRules, pulse, suggested_action
 
 T = TypeVar("T")
 
@@ -296,17 +298,12 @@ class CognitiveState:
 
 def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
     """utl_status's payload: every number read from the live engine state and the store's size."""
-    from contextgraph.fingerprint import SPACES
-    from contextgraph.utl.johari import classify
-
     cognition.observe_memory_count(memory_count)
     s = cognition.snapshot()
     rules = s["rules"]
     stage = s["lifecycle"]
     quadrant = classify(s["entropy"], s["coherence"], rules.johari_threshold)
     p = rules.precision
-    from contextgraph.utl.pulse import suggested_action
-
     return {
         "lifecycle": {"stage": stage.stage, "lambda_s": stage.lambda_s, "lambda_c": stage.lambda_c},
         "memory_count": memory_count,

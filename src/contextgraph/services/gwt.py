@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from contextgraph.constitution import Constitution
+from contextgraph.gwt import consciousness as cs
+from contextgraph.gwt import ego
 from contextgraph.gwt import kuramoto as kur
 
 
@@ -134,9 +136,6 @@ def kuramoto_sync(network: OscillatorNetwork) -> dict[str, Any]:
 
 
 def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any = None) -> dict[str, Any]:
-    from contextgraph.gwt import consciousness as cs
-    from contextgraph.gwt import ego
-
     snap = cognition.network.read()
     state = cognition.snapshot()
     purpose = np.asarray(state["delta_c"], dtype=np.float64)
@@ -174,8 +173,6 @@ def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any
 
 def ego_state(cognition: Any) -> dict[str, Any]:
     """get_ego_state: the SELF_EGO_NODE read from the engine (purpose vector, identity, trajectory)."""
-    from contextgraph.gwt import ego
-
     state = cognition.snapshot()
     purpose = state["delta_c"]
     trajectory = state["trajectory"]
