@@ -1,9 +1,10 @@
 """Per-memory binding (SPEC §9): how well a candidate memory agrees with the current context across spaces.
 
-Agreement in a space is the candidate's standing among the operation's candidates in that space's own score
-(`rank_agreement`): 1 for the best, 0 for the worst. Raw similarities are not comparable across spaces (cosine,
-dot products, Jaccard overlaps, Hamming), which is why retrieval fuses ranks (RRF) and not scores; binding on
-standings asks the same question of every space: does it put this memory near the top?
+Agreement in a space is the candidate's similarity to the context as a percentile of the context's
+similarities to a sample of the store in that space (`context_agreement`, below): raw similarities are not
+comparable across spaces (cosine, BM25, Jaccard, Hamming), percentiles against each space's own distribution
+are, and they ask every space the same question: is this memory closer to the context than the store's typical
+memory?
 
 r_m measures how unanimous the spaces are, not which way: thirteen spaces that all put a memory last bind as
 tightly as thirteen that put it first. The mean phase ψ_m tells the two apart (ψ_m < π/2: the verdict leans
@@ -22,27 +23,6 @@ import math
 import numpy as np
 
 from contextgraph.gwt.kuramoto import order_parameter
-
-
-def rank_agreement(score: float, reference: np.ndarray) -> float:
-    """How many reference scores `score` beats, over N − 1: the best of N → 1, the worst → 0 (a score from
-    outside the reference that beats them all is clipped to 1). One reference score, or none → 1."""
-    ref = np.nan_to_num(np.asarray(reference, dtype=np.float64).ravel(), nan=-np.inf)
-    if ref.size <= 1:
-        return 1.0
-    s = float(np.nan_to_num(score, nan=-np.inf))
-    return float(min(1.0, np.count_nonzero(ref < s) / (ref.size - 1)))
-
-
-def rank_agreements(scores: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """rank_agreement for many scores against one reference, vectorised (one sort, one search): element i is
-    rank_agreement(scores[i], reference)."""
-    ref = np.nan_to_num(np.asarray(reference, dtype=np.float64).ravel(), nan=-np.inf)
-    s = np.nan_to_num(np.asarray(scores, dtype=np.float64).ravel(), nan=-np.inf)
-    if ref.size <= 1:
-        return np.ones(s.size)
-    below = np.searchsorted(np.sort(ref), s, side="left")  # how many reference scores are strictly less
-    return np.minimum(1.0, below / (ref.size - 1))
 
 
 def binding_phases(agreements: np.ndarray) -> np.ndarray:
@@ -85,14 +65,15 @@ def binding_batch(agreements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # --- binding = agreement with the context (issue 11.6) ----------------------------------------------------------
 #
-# The standing among the operation's own candidates (rank_agreement) says which candidate a space puts first, not
-# whether that space finds it close to the context at all: among ten irrelevant results one is still "best" in
-# every space. Agreement with the context asks the store instead: a candidate's similarity to the query/context
-# in space i, as a percentile of the same context's similarities to the stored memories in that space (a sample:
-# the store's distribution of that space). 1 − a is then how many stored memories the space finds closer to the
-# context than this candidate; a space that cannot tell the candidate from a random stored memory gives ~0.5
-# (θ = π/2), one that finds it closer than nearly everything gives ~1 (θ ≈ 0). Raw similarities are not
-# comparable across spaces (cosine, BM25, Hamming …); percentiles against each space's own distribution are.
+# A standing among the operation's own candidates (what binding measured before) says which candidate a space
+# puts first, not whether that space finds it close to the context at all: among ten irrelevant results one is
+# still "best" in every space. Agreement with the context asks the store instead: a candidate's similarity to
+# the query/context in space i, as a percentile of the same context's similarities to the stored memories in
+# that space (a sample: the store's distribution of that space). 1 − a is then how many stored memories the
+# space finds closer to the context than this candidate; a space that cannot tell the candidate from a random
+# stored memory gives ~0.5 (θ = π/2), one that finds it closer than nearly everything gives ~1 (θ ≈ 0). Raw
+# similarities are not comparable across spaces (cosine, BM25, Hamming …); percentiles against each space's own
+# distribution are.
 
 
 def context_agreement(similarity: float, reference: np.ndarray | list[float]) -> float:

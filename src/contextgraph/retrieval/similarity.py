@@ -12,12 +12,6 @@ from contextgraph.embedders.base import Embedder
 from contextgraph.fingerprint import SPACES, Fingerprint, Space, sparse
 
 
-def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    """|a ∩ b| / |a ∪ b| of two sorted, unique index arrays; 0 for two empty ones."""
-    union = np.union1d(a, b).size
-    return float(np.intersect1d(a, b, assume_unique=True).size / union) if union else 0.0
-
-
 def jaccard_many(terms: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
     """jaccard(terms, o) for every o at once (one membership test over all their terms, not one set operation
     per document: ~10x faster for a 64-document sample). Each array holds unique term ids, as Sparse does."""

@@ -71,13 +71,3 @@ def test_rerank_blends_late_interaction_in_the_head():
     order, final = rerank(fused, late, head=3, weight=0.5)
     assert order.tolist() == [1, 2, 0]  # candidate 3 is outside the head
     assert np.all(np.diff(final) <= 0)
-
-
-from contextgraph.gwt.binding import rank_agreement, rank_agreements  # noqa: E402
-
-
-@given(st.lists(st.sampled_from([0.1, 0.5, 0.5, 0.9, float("nan"), -1.0]), min_size=0, max_size=12))
-def test_vectorised_rank_agreements_equal_the_scalar_kernel(ref):
-    ref = np.array(ref, dtype=np.float64)
-    scores = np.array([0.5, 0.95, float("nan"), -2.0])
-    assert np.array_equal(rank_agreements(scores, ref), [rank_agreement(x, ref) for x in scores])

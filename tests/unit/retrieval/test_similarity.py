@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextgraph.retrieval.similarity import jaccard, jaccard_many
+from contextgraph.retrieval.similarity import jaccard_many
+from contextgraph.utl.delta_s import jaccard
 
 terms = st.lists(st.integers(0, 40), max_size=12).map(lambda xs: np.unique(np.array(xs, dtype=np.int32)))
 
