@@ -264,12 +264,12 @@ class DeltaScComputer:
         return ranked, {seq: cache[seq] for seq in union if seq in cache}
 
     def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
-                coherence_history: Sequence[float], phase_spread: float | None = None,
-                emotional_weight: float = 1.0, exclude: frozenset[int] = frozenset(),
-                edge_weights: Sequence[float] = (), triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
+                coherence_history: Sequence[float], emotional_weight: float = 1.0,
+                exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
+                triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
                 importance: float | None = None, tau: Sequence[float] | None = None) -> DeltaSc:
-        """`phase_spread` is accepted for older callers and ignored: φ is the memory's own binding spread
-        (D19). wₑ = 0.5 + `importance` when given, else `emotional_weight`; τ uniform unless given."""
+        """φ is the memory's own binding spread (D19), not the network's. wₑ = 0.5 + `importance` when given,
+        else `emotional_weight`; τ uniform unless given."""
         started = time.perf_counter()
         by_space = {e.space: e for e in embedders}
         ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)

@@ -69,7 +69,6 @@ async def classify_memory(storage: StoreHandle, perception: Perception, cognitio
             raise NodeNotFound(f"Memory {memory_id} was deleted while it was being classified.", node_id=memory_id)
         return storage.delta_sc.compute(store, storage.indexes, pipeline.embedders, fp,
                                         coherence_history=state["coherence_history"],
-                                        phase_spread=state["phase_spread"],
                                         emotional_weight=state["emotional_weight"],
                                         exclude=frozenset({record.seq}), edge_weights=edge_weights,
                                         triples=own, own_triples=own)

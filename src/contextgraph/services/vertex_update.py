@@ -125,8 +125,8 @@ async def compute(storage: StoreHandle, perception: Perception, cognition: Cogni
     edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(vertex_id))]
 
     def run() -> tuple[DeltaSc, DeltaSc]:
-        kw = dict(coherence_history=state["coherence_history"], phase_spread=state["phase_spread"],
-                  emotional_weight=state["emotional_weight"], exclude=frozenset({record.seq}),
+        kw = dict(coherence_history=state["coherence_history"], emotional_weight=state["emotional_weight"],
+                  exclude=frozenset({record.seq}),
                   edge_weights=edge_weights, own_triples=own_triples)
         embedders = pipeline.embedders
         return (storage.delta_sc.compute(store, storage.indexes, embedders, new, triples=new_triples, **kw),
