@@ -17,6 +17,7 @@ from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.container import Services
 from contextgraph.services.curation import CurationService
 from contextgraph.services.graph import GraphService
+from contextgraph.services.history import EngineHistory
 from contextgraph.services.memory import MemoryService
 from contextgraph.services.perception import Perception
 from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
@@ -36,6 +37,7 @@ class App:
 
     def __post_init__(self) -> None:
         self.dispatcher = Dispatcher(self.registry, self.services.constitution, self.services.cognition)
+        self.dispatcher.observers.append(self.services.history.record_call)  # store/search rates, engine samples
 
     @property
     def settings(self) -> Settings:
@@ -63,7 +65,8 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     cognition = CognitiveState(c, tools=tools)
     workspace = WorkspaceService(c, cognition)
     clock = Clock()
-    storage = StoreHandle(settings, c, cognition, workspace)  # opens the store lazily
+    history = EngineHistory(c, cognition)
+    storage = StoreHandle(settings, c, cognition, workspace, history)  # opens the store lazily
     perception = Perception(settings, c, storage)  # loads the model lazily, in the background
     return Services(
         settings=settings,
@@ -78,6 +81,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
         memory=MemoryService(storage, perception, c),
         curation=CurationService(storage, perception, c, clock),
         graph=GraphService(storage, c, clock),
+        history=history,
     )
 
 

@@ -13,6 +13,7 @@ from contextgraph.log import LogRing
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.curation import CurationService
 from contextgraph.services.graph import GraphService
+from contextgraph.services.history import EngineHistory
 from contextgraph.services.memory import MemoryService
 from contextgraph.services.perception import Perception
 from contextgraph.services.scratchpad import Scratchpads
@@ -34,6 +35,7 @@ class Services:
     memory: MemoryService
     curation: CurationService
     graph: GraphService
+    history: EngineHistory  # the bounded engine history the dashboard draws (fed by the dispatcher)
     started_at: float = field(default_factory=time.time)
 
     def close(self) -> None:

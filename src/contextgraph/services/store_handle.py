@@ -22,6 +22,7 @@ from contextgraph.log import get_logger
 from contextgraph.services import engine_state
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.delta_sc import DeltaScComputer
+from contextgraph.services.history import EngineHistory
 from contextgraph.services.tombstones import expired_ids, purge_expired
 from contextgraph.services.workspace import WorkspaceService
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
@@ -35,11 +36,12 @@ _log = get_logger("storage")
 
 class StoreHandle:
     def __init__(self, settings: Settings, constitution: Constitution, cognition: CognitiveState,
-                 workspace: WorkspaceService) -> None:
+                 workspace: WorkspaceService, history: EngineHistory | None = None) -> None:
         self.home = Path(settings.home)
         self.constitution = constitution
         self.cognition = cognition
         self.workspace = workspace
+        self.history = history  # the dashboard's bounded engine history, saved with the engine state
         self.delta_sc = DeltaScComputer(constitution)
         self._recovery_window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
         self._engine_save_interval = float(constitution["gwt"]["persistence"]["save_interval_seconds"])
@@ -63,7 +65,7 @@ class StoreHandle:
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
-            engine_state.load(store, self.cognition, self.workspace)
+            engine_state.load(store, self.cognition, self.workspace, self.history)
             now, window = time.time(), self._recovery_window_s
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
                 purged = store.graph_write(lambda g: purge_expired(g, now, window))
@@ -87,9 +89,9 @@ class StoreHandle:
                 return
             try:
                 self.delta_sc.close()  # no background refit may read the store once it closes
-                if self.cognition.dirty or self.workspace.dirty:
+                if self.cognition.dirty or self.workspace.dirty or (self.history is not None and self.history.dirty):
                     try:
-                        engine_state.save(store, self.cognition, self.workspace)
+                        engine_state.save(store, self.cognition, self.workspace, self.history)
                     except Exception:  # the memories are safe; only the engine's latest state is lost
                         _log.exception("saving the engine state on close failed")
                 writer.close()
@@ -136,7 +138,7 @@ class StoreHandle:
             return
         await self.ready()
         self._engine_saved_at = now
-        await self.writer.submit(engine_state.save, self.store, self.cognition, self.workspace)
+        await self.writer.submit(engine_state.save, self.store, self.cognition, self.workspace, self.history)
 
     async def save_engine_after_commit(self) -> None:
         """The periodic save that follows an acknowledged write: its failure must not turn the write's answer

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ from contextgraph.tools.validation import invalid_params
 
 _log = get_logger("dispatch")
 PULSE_KEY = "_cognitive_pulse"
+# Told of every finished call: (canonical tool or the name asked for, latency ms, succeeded, the pulse answered).
+CallObserver = Callable[[str, float, bool, Mapping[str, Any] | None], None]
 
 
 class ToolCallFailed(Exception):
@@ -56,6 +59,7 @@ class Dispatcher:
         self.cognition = cognition  # the pulse on every answer
         self._rationale_required = frozenset(constitution.get("validation.rationale_required"))
         self._rationale_min = int(constitution.get("validation.rationale.min_length"))
+        self.observers: list[CallObserver] = []  # the engine history (services.history) listens here
 
     async def call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any = None) -> CallOutcome:
         """Run one tool call end to end. Raises ToolCallFailed; never anything else. Every log line written while
@@ -72,6 +76,7 @@ class Dispatcher:
         except ContextGraphError as exc:
             failure = self._failure(exc)
             self._log_call(name, canonical, started, "error", code=failure.code)
+            self._observe(name, canonical, started, False, failure.data.get(PULSE_KEY))
             raise failure from None
         except Exception:
             error_id = uuid.uuid4().hex[:12]
@@ -85,10 +90,12 @@ class Dispatcher:
                 )
             )
             self._log_call(name, canonical, started, "crash", code=failure.code)
+            self._observe(name, canonical, started, False, failure.data.get(PULSE_KEY))
             raise failure from None
         payload = dict(payload)
         payload[PULSE_KEY] = self.cognition.pulse()
         self._log_call(name, canonical, started, "ok")
+        self._observe(name, canonical, started, True, payload[PULSE_KEY])
         return CallOutcome(canonical, name if name != canonical else None, payload)
 
     async def run(self, name: Any, arguments: Any, ctx: ToolContext) -> tuple[str, dict[str, Any]]:
@@ -131,6 +138,15 @@ class Dispatcher:
         data["error"] = entry.name
         data[PULSE_KEY] = self.cognition.pulse()
         return ToolCallFailed(entry.code, exc.message, data)
+
+    def _observe(self, name: Any, canonical: str | None, started: float, ok: bool,
+                 pulse: Mapping[str, Any] | None) -> None:
+        latency_ms = (time.perf_counter() - started) * 1000
+        for observer in self.observers:
+            try:
+                observer(canonical or str(name), latency_ms, ok, pulse)
+            except Exception:  # an observer's fault must never turn an answered call into a failure
+                _log.exception("call observer failed")
 
     def _log_call(self, name: Any, canonical: str | None, started: float, outcome: str, **extra: Any) -> None:
         latency_ms = round((time.perf_counter() - started) * 1000, 3)
