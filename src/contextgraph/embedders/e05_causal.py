@@ -8,14 +8,16 @@ no tokens, is the whole text's sentence vector, so a text without a cue has equa
 
     vector = [cause / ‖cause‖ ; effect / ‖effect‖] / √2      (768-d for a 384-d model)
 
-Similarity against a query, by the direction of the question (`query_direction`):
-    backward ("why did B happen?"): the query's effect half against each doc's effect half — the query names an
-        effect, and the docs whose effect matches it are the ones whose cause half answers it;
-    forward ("what happens if A?"): the query's cause half against each doc's cause half — the query names a
-        cause, the matching docs' effect halves are the answer;
-    both: the larger of the two.
+Similarity against a query, by the direction of the question (`query_direction`), crosses the halves (SPEC §6:
+effect↔cause), so it is asymmetric: sim(A, B) ≠ sim(B, A) whenever A and B state different causes and effects.
+    backward ("why did B happen?"): the query's cause half against each doc's effect half — a doc whose effect is
+        what the query is about (or is the query's cause: one step further back) explains it;
+    forward ("what happens if A?"): the query's effect half against each doc's cause half — a doc whose cause is
+        what the query is about (or the query's effect: one step further on) follows from it;
+    both (no direction asked): the like halves, max(cause·cause, effect·effect): a restatement of the same cause
+        or effect; symmetric, and 1 for a memory against itself (novelty, binding and clusters compare so).
 A query without a cue has both halves equal to its whole text, so in effect the whole question is compared with
-the doc's effect (backward) or cause (forward) half.
+the doc's effect (backward) or cause (forward) half. `restatement` gives the two like-half similarities apart.
 
 Negation and hedges (issue 11.7): a cue whose scope — its own two sides within the sentence, and the few words
 just before it — holds a negation ("not", "n't", "never", "no longer", "neither", "nor", "without") or a hedge
@@ -203,10 +205,17 @@ class CausalEmbedder:
             return np.zeros(0, dtype=np.float32)
         q_cause, q_effect = self.halves(query)
         d_cause, d_effect = self.halves(np.stack([np.asarray(d, dtype=np.float32) for d in docs]))
-        forward = d_cause @ q_cause
-        backward = d_effect @ q_effect
-        if direction == "forward":
-            return forward.astype(np.float32)
-        if direction == "backward":
-            return backward.astype(np.float32)
-        return np.maximum(forward, backward).astype(np.float32)
+        if direction == "forward":  # the query leads to the doc: its effect is the doc's cause
+            return (d_cause @ q_effect).astype(np.float32)
+        if direction == "backward":  # the doc leads to the query: its effect is the query's cause
+            return (d_effect @ q_cause).astype(np.float32)
+        return np.maximum(d_cause @ q_cause, d_effect @ q_effect).astype(np.float32)
+
+    def restatement(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(cause·cause, effect·effect) of `query` against each doc: how far each restates the query's cause and
+        its effect (the symmetric comparison novelty needs: a duplicate scores 1 in both)."""
+        if len(docs) == 0:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        q_cause, q_effect = self.halves(query)
+        d_cause, d_effect = self.halves(np.stack([np.asarray(d, dtype=np.float32) for d in docs]))
+        return (d_cause @ q_cause).astype(np.float32), (d_effect @ q_effect).astype(np.float32)

@@ -365,9 +365,9 @@ class DeltaScComputer:
         if sid == 5:
             e5 = by_space[5]
             column = [f[5] for f in fps]
-            fwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="forward")), 0.0, 1.0)
-            bwd = np.clip(np.nan_to_num(e5.similarity(fp[5], column, direction="backward")), 0.0, 1.0)
-            return {key: 0.5 * (cal.local_statistic(1.0 - fwd, k) + cal.local_statistic(1.0 - bwd, k))}
+            # like halves (a restatement of its cause, of its effect): a duplicate is not novel
+            causes, effects = (np.clip(np.nan_to_num(s), 0.0, 1.0) for s in e5.restatement(fp[5], column))
+            return {key: 0.5 * (cal.local_statistic(1.0 - causes, k) + cal.local_statistic(1.0 - effects, k))}
         if sid in SPARSE_SPACES:
             own = sparse(fp[sid])
             terms = np.asarray(own.indices, dtype=np.int64)
