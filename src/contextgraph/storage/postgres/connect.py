@@ -1,0 +1,54 @@
+"""Connections to the store's database: a psycopg 3 pool whose connections autocommit (a write opens its own
+transaction), look in the store's schema first, and send and receive pgvector's types in binary form. The URL
+is handed to libpq verbatim, so every libpq URI works, unix sockets included
+(`postgresql://postgres:@/db?host=/run/postgresql`)."""
+
+from __future__ import annotations
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import conninfo, sql
+from psycopg_pool import ConnectionPool
+
+from contextgraph.errors import StorageError
+from contextgraph.storage.postgres.schema import EF_SEARCH, search_path
+
+POOL_MAX = 8  # the writer thread, the search threads, curation and the engine's saves of one server
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, for messages and logs."""
+    try:
+        info = conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://…"
+    if info.get("password"):
+        info["password"] = "***"
+    return conninfo.make_conninfo("", **info)
+
+
+def connect(url: str) -> psycopg.Connection:
+    """One plain connection (migrations, doctor, tests): autocommit, no vector types registered."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}".strip()) from exc
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    conn.execute(sql.SQL("SET search_path = {}").format(search_path(conn)))
+    conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
+    register_vector(conn)
+
+
+def open_pool(url: str, max_size: int = POOL_MAX) -> ConnectionPool[psycopg.Connection]:
+    """A pool of configured connections; fails at once (StorageError) when the server cannot be reached."""
+    pool: ConnectionPool[psycopg.Connection] = ConnectionPool(
+        url, min_size=1, max_size=max_size, kwargs={"autocommit": True, "connect_timeout": 10},
+        configure=_configure, open=False, name="contextgraph")
+    try:
+        pool.open(wait=True, timeout=15)
+    except Exception as exc:  # psycopg_pool.PoolTimeout hides the libpq error: name the server
+        pool.close()
+        raise StorageError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}") from exc
+    return pool
