@@ -67,3 +67,48 @@ class SemanticCancerDetected(ContextGraphError):
 
 class CircularDependency(ContextGraphError):
     code_name = "CIRCULAR_DEPENDENCY"
+
+
+class DreamError(ContextGraphError):
+    code_name = "DREAM_ERROR"
+
+
+class NeuromodError(ContextGraphError):
+    code_name = "NEUROMOD_ERROR"
+
+
+class ThresholdError(ContextGraphError):
+    code_name = "THRESHOLD_ERROR"
+
+
+# The autonomous services' codes (seed 004, -32110..-32116)
+class BootstrapError(ContextGraphError):
+    code_name = "BOOTSTRAP_ERROR"
+
+
+class DriftDetectorError(ContextGraphError):
+    code_name = "DRIFT_DETECTOR_ERROR"
+
+
+class DriftCorrectorError(ContextGraphError):
+    code_name = "DRIFT_CORRECTOR_ERROR"
+
+
+class PruningError(ContextGraphError):
+    code_name = "PRUNING_ERROR"
+
+
+class ConsolidationError(ContextGraphError):
+    code_name = "CONSOLIDATION_ERROR"
+
+
+class SubgoalDiscoveryError(ContextGraphError):
+    code_name = "SUBGOAL_DISCOVERY_ERROR"
+
+
+class StatusAggregationError(ContextGraphError):
+    code_name = "STATUS_AGGREGATION_ERROR"
+
+
+class UtlError(ContextGraphError):
+    code_name = "UTL_ERROR"

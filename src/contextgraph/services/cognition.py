@@ -11,7 +11,7 @@ that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the 
 which advances the oscillators lazily (a few steps at most). The workspace (a later issue) calls
 `workspace_occupied()`. Each record also scores the prediction (MetaScore, utl.meta) and moves the SELF_EGO_NODE:
 its purpose vector joins the trajectory and identity continuity is recomputed (gwt.ego). Requests for
-subsystems not built yet (a dream, an acetylcholine rise) are kept in `requests`, marked unapplied.
+other subsystems (a dream, an acetylcholine rise) go to the `request_listeners` and are kept in `requests`.
 
 Learning score and meta-cognition (SPEC D19, issue 11): a memory operation that brings its own learning score L
 and the engine's prediction L̂ (services.delta_sc: L̂ from E1 alone, before the other spaces were scored) is
@@ -81,8 +81,12 @@ class CognitiveState:
         self.identity_continuity = 1.0 * self.network.read().r
         # the per-space ΔC of each recent operation: the "actions" the purpose vector is compared with
         self.recent_actions: deque[list[float]] = deque(maxlen=int(ego["actions_window"]))
-        # what the engine asked of subsystems that are not built yet (dream, neuromodulation): kept, not faked
+        # the ego's purpose vector from the north star (services.teleology: the mean PV of recent memories);
+        # None until a north star exists, when the per-space coherence ΔC stands in for it
+        self.purpose: list[float] | None = None
+        # what the engine asked of other subsystems (a dream, an acetylcholine rise), and whether one acted on it
         self.requests: deque[dict[str, Any]] = deque(maxlen=int(constitution["gwt"]["workspace"]["event_history"]))
+        self.request_listeners: list[Callable[[dict[str, Any]], None]] = []
         self.memory_count = 0
         self.operations = 0
         self.workspace_empty_since: float | None = clock()
@@ -171,7 +175,7 @@ class CognitiveState:
         north star exists the purpose vector is the per-space coherence ΔC: where stored knowledge integrates."""
         previous = self.trajectory[-1][1] if self.trajectory else None
         was = ego.identity_status(self.identity_continuity, self.identity_bounds)
-        purpose = [round(v, 6) for v in self.delta_c]
+        purpose = [round(v, 6) for v in (self.delta_c if self.purpose is None else self.purpose)]
         self.identity_continuity = ego.identity_continuity(purpose, previous, r)
         self.trajectory.append((time.time(), purpose, round(self.identity_continuity, 6)))
         # one request per fall into Critical, not one per operation while it stays there
@@ -179,9 +183,20 @@ class CognitiveState:
             self._request("dream", f"identity continuity {self.identity_continuity:.3f} below "
                           f"{self.identity_bounds['critical']}")
 
+    def set_purpose(self, purpose: Sequence[float] | None) -> None:
+        """The ego's purpose vector from the north star (None: back to the ΔC stand-in)."""
+        with self._lock:
+            self.purpose = None if purpose is None else [float(v) for v in purpose]
+            self.dirty = True
+
     def _request(self, kind: str, reason: str, **detail: Any) -> None:
-        self.requests.append({"kind": kind, "reason": reason, "at": time.time(), "applied": False,
-                              "note": "the subsystem that acts on this is not built yet", **detail})
+        request = {"kind": kind, "reason": reason, "at": time.time(), "applied": False,
+                   "note": "no subsystem attached to act on it", **detail}
+        # the dream and neuromodulation services act on requests (attached by the composition root)
+        for listener in self.request_listeners:
+            listener(request)
+            request["applied"], request["note"] = True, "passed to the dream / neuromodulation services"
+        self.requests.append(request)
 
     @property
     def meta_accuracy(self) -> float:
@@ -215,6 +230,8 @@ class CognitiveState:
                 "trajectory": list(self.trajectory),
                 "requests": list(self.requests),
                 "recent_actions": list(self.recent_actions),
+                "purpose_vector": list(self.delta_c if self.purpose is None else self.purpose),
+                "purpose_source": "delta_c" if self.purpose is None else "north_star",
             }
 
     def observe_memory_count(self, memory_count: int) -> None:
@@ -240,6 +257,7 @@ class CognitiveState:
                 "requests": list(self.requests), "recent_actions": list(self.recent_actions),
                 "network": self.network.to_doc(), "saved_at": self._wall(),
                 "operation_score": self._operation_score,
+                "purpose": self.purpose,
             }
 
     def load_doc(self, doc: dict[str, Any]) -> None:
@@ -262,6 +280,9 @@ class CognitiveState:
             _replace(self.recent_actions, [[float(v) for v in a] for a in doc.get("recent_actions", [])])
             self.identity_continuity = float(doc["identity_continuity"])
             self._operation_score = _finite(doc.get("operation_score"))
+            purpose = doc.get("purpose")
+            self.purpose = [float(v) for v in purpose] if isinstance(purpose, list) and len(purpose) == self.spaces \
+                else None
             self._refresh()
 
     def _elapsed_since(self, saved_at: Any) -> float:

@@ -5,10 +5,9 @@ memory): that fingerprint becomes the *context*, each result a candidate with r_
 agreements (gwt.binding), and one competition runs (gwt.workspace.step). The cognitive state is told whether
 the workspace is occupied, which drives the pulse's 5-second empty-workspace rule.
 
-What the events would drive in subsystems not built yet is recorded, not faked: an enter carries the dopamine
-rise it calls for (neuromodulation is a later issue), an exit queues the memory for dream replay (the queue is
-kept and persisted; dream consolidation will read it), a conflict names the competing memories and suggests
-critique_context.
+What the events drive: an enter raises dopamine (services.neuromodulation, through `on_enter`), an exit
+queues the memory for dream replay (the queue is kept and persisted; the dream's NREM drains it), a conflict
+names the competing memories and suggests critique_context.
 """
 
 from __future__ import annotations
@@ -55,15 +54,19 @@ class WorkspaceService:
         self.counts = {"enter": 0, "exit": 0, "conflict": 0, "competitions": 0, "skipped": 0}
         self.dopamine_requested = 0.0
         self.dirty = False  # events, counts or the replay queue changed since the last save
+        self.on_enter: Callable[[str], str] | None = None  # memory id → what the neuromodulators applied
 
     # -- operations ----------------------------------------------------------------------------------------
     def observe(self, context: Fingerprint, found: Sequence[tuple[str, Sequence[float], float]],
-                reference: dict[int, Any] | None = None) -> list[dict[str, Any]]:
+                reference: dict[int, Any] | None = None,
+                alignments: Sequence[float] | None = None) -> list[dict[str, Any]]:
         """One competition among `found` = (memory id, 13 agreements, importance) against `context`; `reference`
         holds each space's scores of all the operation's candidates (what a later broadcast is measured in)."""
         r, psi = binding_batch(np.asarray([a for _, a, _ in found], dtype=np.float64)) if found else ((), ())
-        candidates = [ws.Candidate(memory_id, float(rm), float(importance), NO_NORTH_STAR_ALIGNMENT, float(pm))
-                      for (memory_id, _, importance), rm, pm in zip(found, r, psi)]
+        # `alignments`: each found memory's alignment to the north star (services.teleology); none yet: neutral
+        aligned = [NO_NORTH_STAR_ALIGNMENT] * len(found) if alignments is None else [float(a) for a in alignments]
+        candidates = [ws.Candidate(memory_id, float(rm), float(importance), a, float(pm))
+                      for (memory_id, _, importance), rm, pm, a in zip(found, r, psi, aligned)]
         with self._lock:
             self._context = context
             self._reference = reference or {}
@@ -111,6 +114,14 @@ class WorkspaceService:
                 "broadcast_ms": self.broadcast_seconds * 1000, "events": recorded,
                 **({"note": reason} if reason else {})}
 
+    def drain_replay(self, limit: int) -> list[str]:
+        """Take up to `limit` memories off the dream replay queue, oldest first (the dream's NREM replays them)."""
+        with self._lock:
+            taken = [self.replay_queue.popleft()["memory_id"] for _ in range(min(limit, len(self.replay_queue)))]
+            if taken:
+                self.dirty = True
+        return taken
+
     def _record(self, events: list[ws.Event], forced: bool = False) -> list[dict[str, Any]]:
         """Events as dicts with wall-clock times, with what each calls for (caller holds the lock)."""
         out = []
@@ -119,8 +130,9 @@ class WorkspaceService:
                     **event.detail}
             if event.kind == "enter":
                 self.dopamine_requested += self.dopamine_on_enter
-                item["dopamine"] = (f"+{self.dopamine_on_enter} requested (neuromodulation is not built yet: "
-                                    "recorded, not applied)")
+                # services.neuromodulation raises dopamine (set by the composition root); without it, recorded only
+                item["dopamine"] = (self.on_enter(str(event.memory_id)) if self.on_enter is not None
+                                    else f"+{self.dopamine_on_enter} requested (no neuromodulation attached)")
                 if forced:
                     item["forced"] = True
             elif event.kind == "exit":
@@ -177,7 +189,8 @@ class WorkspaceService:
             "replay_queue": replay,
             "replay_queue_length": len(self.replay_queue),
             "counts": counts,
-            "alignment_source": "1.0 for every memory until a north star exists (autonomous tools, later issue)",
+            "alignment_source": "each candidate's alignment to the north star (its purpose vector's weighted mean, "
+                                "services.teleology); 1.0 for every memory until auto_bootstrap_north_star has run",
         }
 
     # -- persistence (services.engine_store) ---------------------------------------------------------------
