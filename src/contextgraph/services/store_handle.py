@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -22,6 +24,7 @@ from contextgraph.log import get_logger
 from contextgraph.services import engine_state
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.delta_sc import DeltaScComputer
+from contextgraph.services.e8_refresh import E8Refresher
 from contextgraph.services.history import EngineHistory
 from contextgraph.services.tombstones import expired_ids, purge_expired
 from contextgraph.services.workspace import WorkspaceService
@@ -43,6 +46,9 @@ class StoreHandle:
         self.workspace = workspace
         self.history = history  # the dashboard's bounded engine history, saved with the engine state
         self.delta_sc = DeltaScComputer(constitution)
+        # what configures every ΔS/ΔC computer this handle makes (Meta-UTL's λ, ATC's Johari threshold)
+        self._delta_sc_setup: list[Callable[[DeltaScComputer], None]] = []
+        self.e8 = E8Refresher(constitution["graph"]["e8_refresh"])
         self._recovery_window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
         self._engine_save_interval = float(constitution["gwt"]["persistence"]["save_interval_seconds"])
         self._engine_saved_at = 0.0
@@ -51,6 +57,9 @@ class StoreHandle:
         self._indexes: SearchIndexes | None = None
         self._writer: Writer | None = None
         self._saved_seq = 0
+        # more engine state saved beside it, one document each (name → object with to_doc, load_doc, dirty):
+        # the neuromodulators, the dream's reports and shortcut counts (attached by the composition root)
+        self.parts: dict[str, Any] = {}
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def open(self) -> None:
@@ -66,6 +75,9 @@ class StoreHandle:
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
             engine_state.load(store, self.cognition, self.workspace, self.history)
+            for name, part in self.parts.items():
+                if saved := store.get_document(name):
+                    part.load_doc(saved)
             now, window = time.time(), self._recovery_window_s
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
                 purged = store.graph_write(lambda g: purge_expired(g, now, window))
@@ -94,6 +106,10 @@ class StoreHandle:
                         engine_state.save(store, self.cognition, self.workspace, self.history)
                     except Exception:  # the memories are safe; only the engine's latest state is lost
                         _log.exception("saving the engine state on close failed")
+                try:
+                    self._save_parts(store, only_dirty=True)
+                except Exception:
+                    _log.exception("saving the engine's parts on close failed")
                 writer.close()
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 indexes.catch_up(store)
@@ -103,6 +119,8 @@ class StoreHandle:
                 store.close()
                 self._store = None
                 self.delta_sc = DeltaScComputer(self.constitution)  # fitted models belong to the store just closed
+                for setup in self._delta_sc_setup:
+                    setup(self.delta_sc)
 
     # -- what services use -----------------------------------------------------------------------------------
     @property
@@ -123,6 +141,15 @@ class StoreHandle:
         assert self._writer is not None
         return self._writer
 
+    def refresh_e8(self, memory_ids: Iterable[str]) -> None:
+        """Queue these memories' E8 (graph) for a background refresh: their edges changed (services.e8_refresh)."""
+        self.e8.enqueue(self.store, self.writer, memory_ids)
+
+    def configure_delta_sc(self, setup: Callable[[DeltaScComputer], None]) -> None:
+        """Apply `setup` to the ΔS/ΔC computer now and to each one made after a reopen."""
+        self._delta_sc_setup.append(setup)
+        setup(self.delta_sc)
+
     def live_record(self, memory_id: str) -> MemoryRecord:
         """The live memory with this id, or NodeNotFound (-32012) with the hint every tool gives."""
         record = self.store.get(memory_id)
@@ -139,6 +166,12 @@ class StoreHandle:
         await self.ready()
         self._engine_saved_at = now
         await self.writer.submit(engine_state.save, self.store, self.cognition, self.workspace, self.history)
+        await self.writer.submit(self._save_parts, self.store, True)
+
+    def _save_parts(self, store: MemoryStore, only_dirty: bool) -> None:
+        for name, part in self.parts.items():
+            if not only_dirty or getattr(part, "needs_save", getattr(part, "dirty", True)):
+                store.put_document(name, part.to_doc())
 
     async def save_engine_after_commit(self) -> None:
         """The periodic save that follows an acknowledged write: its failure must not turn the write's answer

@@ -5,7 +5,7 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypeVar
@@ -39,9 +39,10 @@ class MemoryRecord:
 
 class OplogEntry(NamedTuple):
     seq: int  # the entry's own position in the log
-    op: str  # "put" | "delete"
+    op: str  # "put" | "delete" | "rewrite" (some spaces of a stored fingerprint replaced: re-index them)
     memory_id: str
     memory_seq: int  # the memory's seq (its index label): equal to `seq` for a put, earlier for a delete
+    spaces: tuple[int, ...] = ()  # a rewrite's spaces, ascending
 
 
 class NewTriple(Protocol):
@@ -138,6 +139,14 @@ class MemoryStore(Protocol):
         """Replace an existing record's metadata (same id and seq; the fingerprint is unchanged)."""
         ...
 
+    def rewrite_spaces(self, updates: Mapping[str, Mapping[int, Vector]]) -> list[str]:
+        """Replace some spaces of stored fingerprints ({memory id: {space: new vector}}; each vector of the kind
+        and dimension stored), with one "rewrite" oplog entry per memory naming its spaces, so every process's
+        indexes re-index them. All in one transaction: every listed memory is rewritten or none (a bad vector
+        raises and changes nothing); ids not live are skipped. Records, seqs and the other spaces are unchanged.
+        Returns the ids rewritten; durable on return."""
+        ...
+
     def touch(self, seqs: Sequence[int], now: float | None = None) -> None:
         """Count one access of each memory (access_count + 1, last_accessed = now), in one transaction."""
         ...
@@ -221,6 +230,7 @@ class Edge:
     amortized_shortcut: bool = False  # a dream-created direct edge standing for a multi-hop path
     steering_reward: float = 0.0  # in [-1, 1]
     created_at: float = 0.0
+    provenance: str = ""  # who made it when not the store's own rules: "dream" (a REM blind spot), "dream_shortcut"
 
     def other(self, node: str) -> str:
         return self.target if node == self.source else self.source

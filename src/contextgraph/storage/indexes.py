@@ -30,7 +30,7 @@ from contextgraph.errors import DimensionMismatch
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
 from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
-from contextgraph.storage.base import MemoryStore
+from contextgraph.storage.base import MemoryStore, OplogEntry
 from contextgraph.storage.binary_index import BinaryIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.locks import RWLock
@@ -149,16 +149,36 @@ class IndexSet:
                 # follows in the log. Seqs are never reused, so applying puts before deletes is order-safe.
                 fps = store.fingerprints(puts, spaces=INDEXED_SPACES) if puts else []
                 found = [(s, fp) for s, fp in zip(puts, fps) if fp is not None]
+                rewritten = self._rewritten(store, [e for e in entries if e.op == "rewrite"])
                 with self._lock.write():
                     # `apply` may have indexed some of them since `puts` was taken (it runs on another thread)
                     found = [(s, fp) for s, fp in found if s not in self._ahead]
                     self._add(self._indexes, [s for s, _ in found], [fp for _, fp in found])
+                    for seqs, fps in rewritten:  # re-adding a seq replaces its entry in every index kind
+                        self._add(self._indexes, seqs, fps)
                     for seq in deletes:
                         for index in self._indexes.values():
                             index.remove(seq)
                     self.applied_seq = entries[-1].seq
                     self._ahead = {s for s in self._ahead if s > self.applied_seq}
                 done += len(entries)
+
+    @staticmethod
+    def _rewritten(store: MemoryStore, entries: Sequence[OplogEntry]) -> list[tuple[list[int], list[Fingerprint]]]:
+        """The rewritten spaces of the memories `entries` name (their current values), grouped by the set of
+        spaces, since _add wants every fingerprint of a batch to hold the same spaces. A memory deleted since
+        reads None and is skipped (its delete entry follows)."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for e in entries:
+            spaces = tuple(s for s in e.spaces if s in INDEXED_SPACES)
+            if spaces:
+                groups.setdefault(spaces, []).append(e.memory_seq)
+        out = []
+        for spaces, seqs in groups.items():
+            fps = store.fingerprints(seqs, spaces=spaces)
+            live = [(s, fp) for s, fp in zip(seqs, fps) if fp is not None]
+            out.append(([s for s, _ in live], [fp for _, fp in live]))
+        return out
 
     def _source(self, store: MemoryStore | None) -> MemoryStore:
         """The store to read: the one given, else the one this set was opened on."""

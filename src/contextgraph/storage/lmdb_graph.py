@@ -6,15 +6,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import lmdb
+import numpy as np
 
-from contextgraph.errors import StorageError
+from contextgraph.errors import DimensionMismatch, StorageError
+from contextgraph.fingerprint import Vector
 from contextgraph.storage.base import Edge, MemoryRecord, NewTriple
-from contextgraph.storage.codec import decode_record, encode_record, encode_triples
-from contextgraph.storage.lmdb_keys import next_seq, present, seq_key
+from contextgraph.storage.codec import (
+    decode_fingerprint,
+    decode_record,
+    encode_fingerprint,
+    encode_record,
+    encode_triples,
+)
+from contextgraph.storage.lmdb_keys import encode_rewrite, next_seq, present, seq_key
 
 # --- the graph: edges, tombstones, reversals, lineage -----------------------------------------------------------
 
@@ -74,6 +82,27 @@ class GraphTxn:
         op_seq = next_seq(self.txn, self.db["meta"])
         self.txn.put(seq_key(op_seq), b"d" + k + mid, db=self.db["oplog"])
         return record, blob, edges
+
+    def rewrite_spaces(self, memory_id: str, vectors: Mapping[int, Vector]) -> bool:
+        """Replace `vectors`' spaces of a live memory's stored fingerprint (same kind and shape as stored) and log
+        a "rewrite" entry naming them; False when the memory is not live. Raises, changing nothing, on a space
+        the fingerprint lacks or a vector of another shape."""
+        record = self.get(memory_id)
+        if record is None or not vectors:
+            return False
+        k = seq_key(record.seq)
+        stored = decode_fingerprint(present(self.fingerprint_blob(record.seq), f"the fingerprint of {memory_id}"))
+        for space, vector in vectors.items():
+            old, new = stored.get(space), np.asarray(vector)
+            if not isinstance(old, np.ndarray) or new.shape != old.shape:
+                raise DimensionMismatch(
+                    f"E{space} of {memory_id} is stored as {getattr(old, 'shape', 'absent')}, the rewrite gives "
+                    f"{new.shape}", space=space, expected=list(getattr(old, "shape", ())), got=list(new.shape))
+            stored[space] = new.astype(old.dtype)
+        self.txn.put(k, encode_fingerprint(stored), db=self.db["fingerprints"])
+        op_seq = next_seq(self.txn, self.db["meta"])
+        self.txn.put(seq_key(op_seq), encode_rewrite(record.seq, sorted(vectors), memory_id), db=self.db["oplog"])
+        return True
 
     def put_triples(self, memory_id: str, triples: Sequence[NewTriple]) -> None:
         self.txn.put(memory_id.encode(), encode_triples(triples), db=self.db["triples"])

@@ -41,3 +41,22 @@ def next_seq(txn: lmdb.Transaction, meta: lmdb._Database) -> int:
     seq = read_counter(txn, meta)
     txn.put(b"next_seq", seq_key(seq + 1), db=meta)
     return seq
+
+
+# An oplog value: op byte + the memory's seq + its id. A rewrite ("r") carries, between seq and id, a u16 mask of
+# the spaces it replaced (bit i − 1 for Ei), so a reader re-indexes only those.
+_OPS = {b"p"[0]: "put", b"d"[0]: "delete", b"r"[0]: "rewrite"}
+_MASK = struct.Struct(">H")
+
+
+def encode_rewrite(memory_seq: int, spaces: list[int], memory_id: str) -> bytes:
+    return b"r" + seq_key(memory_seq) + _MASK.pack(sum(1 << (s - 1) for s in spaces)) + memory_id.encode()
+
+
+def decode_oplog(value: bytes) -> tuple[str, int, str, tuple[int, ...]]:
+    """(op, memory seq, memory id, spaces rewritten) of one oplog value."""
+    op, memory_seq = _OPS[value[0]], U64.unpack_from(value, 1)[0]
+    if op != "rewrite":
+        return op, memory_seq, value[9:].decode(), ()
+    mask = _MASK.unpack_from(value, 9)[0]
+    return op, memory_seq, value[11:].decode(), tuple(s for s in range(1, 17) if mask >> (s - 1) & 1)

@@ -6,7 +6,7 @@ Named databases (all keys of seqs are 8-byte big-endian, so LMDB's byte order is
     fingerprints  seq → fingerprint (codec)
     ids           id → seq
     seqs          seq → id
-    oplog         seq → op byte (b"p" | b"d") + memory seq (u64) + id
+    oplog         seq → op byte (b"p" | b"d" | b"r") + memory seq (u64) [+ u16 space mask for b"r"] + id
     edges_out     source id + target id + type byte → edge (JSON)      the graph, by source
     edges_in      target id + source id + type byte → b""             the same edges, by target
     tombstones    id → tombstone: u32 length + JSON (exact prior record, edges, deletion time, reason,
@@ -31,7 +31,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,7 +51,7 @@ from contextgraph.storage.codec import (
 )
 from contextgraph.storage.lmdb_check import consistency_problems
 from contextgraph.storage.lmdb_graph import GraphTxn
-from contextgraph.storage.lmdb_keys import U64, next_seq, present, read_counter, seq_key, session_key
+from contextgraph.storage.lmdb_keys import U64, decode_oplog, next_seq, present, read_counter, seq_key, session_key
 from contextgraph.storage.locks import RWLock
 
 SCHEMA_VERSION = b"1"
@@ -61,7 +61,6 @@ _DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog", b"edge
 _CORE_DBS = _DBS[:6]
 _DOC_PREFIX = b"doc:"  # meta-table keys of service documents, apart from the store's own counters
 _ALL_SPACES = frozenset(s.id for s in SPACES)
-_OPS = {b"p"[0]: "put", b"d"[0]: "delete"}
 _SCAN_CHUNK = 256
 
 _open_paths: set[str] = set()
@@ -339,6 +338,10 @@ class LmdbStore:
 
         return self._write(txn_fn)
 
+    def rewrite_spaces(self, updates: Mapping[str, Mapping[int, Any]]) -> list[str]:
+        """base.MemoryStore.rewrite_spaces: one transaction for every memory listed (GraphTxn.rewrite_spaces)."""
+        return self.graph_write(lambda g: [mid for mid, vectors in updates.items() if g.rewrite_spaces(mid, vectors)])
+
     def touch(self, seqs: Sequence[int], now: float | None = None) -> None:
         when = time.time() if now is None else now
         db = self._db
@@ -402,8 +405,8 @@ class LmdbStore:
             if not cursor.set_range(seq_key(seq + 1)):
                 return out
             for k, v in cursor:
-                v = bytes(v)
-                out.append(OplogEntry(U64.unpack(k)[0], _OPS[v[0]], v[9:].decode(), U64.unpack_from(v, 1)[0]))
+                op, memory_seq, memory_id, spaces = decode_oplog(bytes(v))
+                out.append(OplogEntry(U64.unpack(k)[0], op, memory_id, memory_seq, spaces))
                 if limit is not None and len(out) >= limit:
                     break
         return out
