@@ -7,6 +7,8 @@
 * `/sse` + `/messages/`: the legacy HTTP+SSE transport for 2024-11-05 clients, with heartbeats and sessions
   that survive a dropped stream (transports/sse.py).
 * `/health`: liveness and a few counters.
+* `/dashboard`: the live dashboard and its JSON API (contextgraph.dashboard), same guard as everything else; a
+  browser may present the token once (`/dashboard?token=…` sets a dashboard-only session cookie).
 
 In front of all of them (transports/security.py): Host/Origin validation, the bearer token when one is
 configured, and the request body limit; then the JSON-RPC envelope check (transports/http_envelope.py).
@@ -28,6 +30,8 @@ from starlette.types import ASGIApp
 
 from contextgraph import __version__
 from contextgraph.app import App
+from contextgraph.dashboard.auth import DashboardAuth
+from contextgraph.dashboard.routes import DashboardRoutes
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import AsgiEndpoint
 from contextgraph.transports.client_identity import ClientIdentity
@@ -60,6 +64,7 @@ class HttpService:
         self._extra_health = extra_health
         mcp_endpoint = ClientIdentity(StreamableHTTPASGIApp(self.manager))  # discover-era clients apart
         stream, post = AsgiEndpoint(self.sse.stream_endpoint), AsgiEndpoint(self.sse.post_endpoint)
+        self.dashboard = DashboardRoutes(app)
         starlette = Starlette(
             routes=[
                 Route("/mcp", endpoint=mcp_endpoint),
@@ -68,13 +73,16 @@ class HttpService:
                 Route(MESSAGES_PATH, endpoint=post),
                 Route(MESSAGES_PATH.rstrip("/"), endpoint=post),
                 Route("/health", endpoint=self.health, methods=["GET"]),
+                *self.dashboard.routes(),
             ],
             lifespan=self._lifespan,
         )
         invalid = c.error("INVALID_REQUEST")
         checked = EnvelopeGuard(starlette, invalid.code, invalid.hint)  # behind the body limit: bounded buffering
+        dashboard_auth: DashboardAuth | None = self.dashboard.auth
         self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(checked, self.max_body), app.settings,
-                                       HostRules(app.settings), invalid.code)
+                                       HostRules(app.settings), invalid.code,
+                                       alternate=dashboard_auth.accepts if dashboard_auth is not None else None)
 
     @asynccontextmanager
     async def _lifespan(self, _starlette: Starlette) -> AsyncIterator[None]:

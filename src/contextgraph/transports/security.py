@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -100,14 +101,21 @@ class HostRules:
         return parts.scheme in ("http", "https") and bool(parts.netloc) and self.host_allowed(parts.netloc)
 
 
-class HttpGuard:
-    """ASGI middleware in front of every HTTP endpoint: Host/Origin validation, then the bearer token."""
+# A second way to present the token for some paths (the dashboard's session cookie): (scope, headers) → accepted.
+AlternateCredential = Callable[[Scope, dict[str, str]], bool]
 
-    def __init__(self, app: ASGIApp, settings: Settings, rules: HostRules, unauthorized_code: int) -> None:
+
+class HttpGuard:
+    """ASGI middleware in front of every HTTP endpoint: Host/Origin validation, then the bearer token (or, where
+    `alternate` accepts the request, the credential it checks)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, rules: HostRules, unauthorized_code: int,
+                 alternate: AlternateCredential | None = None) -> None:
         self.app = app
         self.token = settings.token
         self.rules = rules
         self.unauthorized_code = unauthorized_code
+        self.alternate = alternate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -122,7 +130,8 @@ class HttpGuard:
             await respond(send, 403, b"Invalid Origin header: cross-origin requests are refused "
                                      b"(CONTEXTGRAPH_ALLOWED_ORIGINS lists the allowed ones).")
             return
-        if self.token and not token_matches(bearer(headers.get("authorization")), self.token):
+        if (self.token and not token_matches(bearer(headers.get("authorization")), self.token)
+                and not (self.alternate is not None and self.alternate(scope, headers))):
             await respond_rpc_error(
                 send, 401, None, self.unauthorized_code,
                 "Unauthorized: this server requires `Authorization: Bearer <token>` on every request.",
