@@ -1,0 +1,125 @@
+"""The observed outcomes ATC calibrates against: bounded (score, outcome) pairs per threshold and domain, and the
+predictions still waiting for theirs.
+
+A prediction is offered when the engine scores a memory against a threshold (a search result's similarity, a
+workspace candidate's r_m). It resolves to 1 when the memory is then used — a tool call names it (hydrated,
+annotated, boosted, merged, linked to, its neighbourhood opened) or a later search with another query finds it
+again — and to 0 when `pending_seconds` pass without that. Pairs that need no waiting (a merge confirms a
+duplicate at once) are added directly. Pure bookkeeping, no I/O: the ThresholdService persists `to_doc()`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    threshold: str
+    domain: str
+    score: float
+    offered_at: float
+    query: str  # a digest of the operation that offered it: finding it again with the same query is no use
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    threshold: str
+    domain: str
+    score: float
+    outcome: float
+
+
+class OutcomeLog:
+    def __init__(self, max_pairs: int, pending_max: int, pending_seconds: float) -> None:
+        self.max_pairs = max_pairs
+        self.pending_max = pending_max
+        self.pending_seconds = pending_seconds
+        self._pairs: dict[tuple[str, str], deque[tuple[float, float, float]]] = {}  # (at, score, outcome)
+        # memory id → its open predictions (one per threshold), oldest offered first
+        self._pending: OrderedDict[str, dict[str, Pending]] = OrderedDict()
+
+    # -- writes ------------------------------------------------------------------------------------------------
+    def add(self, threshold: str, domain: str, score: float, outcome: float, at: float) -> None:
+        key = (threshold, domain)
+        if key not in self._pairs:
+            self._pairs[key] = deque(maxlen=self.max_pairs)
+        self._pairs[key].append((float(at), float(score), float(outcome)))
+
+    def offer(self, memory_id: str, pending: Pending) -> list[Resolved]:
+        """Wait for `memory_id`'s outcome; returns the predictions pushed out by the bound (resolved as 0)."""
+        open_ = self._pending.pop(memory_id, {})
+        open_[pending.threshold] = pending
+        self._pending[memory_id] = open_  # to the back: the newest offer
+        dropped: list[Resolved] = []
+        while len(self._pending) > self.pending_max:
+            _, old = self._pending.popitem(last=False)
+            dropped.extend(Resolved(p.threshold, p.domain, p.score, 0.0) for p in old.values())
+        return dropped
+
+    def use(self, memory_id: str, query: str | None = None, outcome: float = 1.0) -> list[Resolved]:
+        """`memory_id` was used: its open predictions resolve to `outcome` (1; 0 when it was used to forget it),
+        except those offered by the same `query`."""
+        open_ = self._pending.get(memory_id)
+        if not open_:
+            return []
+        done = {t: p for t, p in open_.items() if query is None or p.query != query}
+        for t in done:
+            del open_[t]
+        if not open_:
+            del self._pending[memory_id]
+        return [Resolved(p.threshold, p.domain, p.score, outcome) for p in done.values()]
+
+    def expire(self, now: float) -> list[Resolved]:
+        """Predictions older than `pending_seconds` resolve to 0 (unused)."""
+        out: list[Resolved] = []
+        for memory_id in list(self._pending):
+            open_ = self._pending[memory_id]
+            for t, p in list(open_.items()):
+                if now - p.offered_at > self.pending_seconds:
+                    out.append(Resolved(p.threshold, p.domain, p.score, 0.0))
+                    del open_[t]
+            if not open_:
+                del self._pending[memory_id]
+        return out
+
+    # -- reads -------------------------------------------------------------------------------------------------
+    def pairs(self, threshold: str, domain: str, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, outcomes) recorded for a threshold and domain, optionally only those at or after `since`."""
+        rows = [r for r in self._pairs.get((threshold, domain), ()) if since is None or r[0] >= since]
+        if not rows:
+            return np.zeros(0), np.zeros(0)
+        arr = np.asarray(rows, dtype=np.float64)
+        return arr[:, 1], arr[:, 2]
+
+    def keys(self) -> list[tuple[str, str]]:
+        return sorted(self._pairs)
+
+    def count(self, threshold: str, domain: str) -> int:
+        return len(self._pairs.get((threshold, domain), ()))
+
+    @property
+    def pending_count(self) -> int:
+        return sum(len(v) for v in self._pending.values())
+
+    # -- persistence -------------------------------------------------------------------------------------------
+    def to_doc(self) -> dict:
+        return {
+            "pairs": [[t, d, [[round(a, 3), round(s, 6), o] for a, s, o in rows]]
+                      for (t, d), rows in self._pairs.items()],
+            "pending": [[m, [[p.threshold, p.domain, p.score, p.offered_at, p.query] for p in open_.values()]]
+                        for m, open_ in self._pending.items()],
+        }
+
+    def load_doc(self, doc: dict) -> None:
+        self._pairs.clear()
+        self._pending.clear()
+        for threshold, domain, rows in doc.get("pairs", []):
+            for at, score, outcome in rows:
+                self.add(str(threshold), str(domain), float(score), float(outcome), float(at))
+        for memory_id, open_ in doc.get("pending", [])[-self.pending_max:]:
+            self._pending[str(memory_id)] = {str(t): Pending(str(t), str(d), float(s), float(at), str(q))
+                                             for t, d, s, at, q in open_}
