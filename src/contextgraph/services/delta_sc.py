@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,8 @@ class DeltaScComputer:
         self.empty_s = float(utl["empty_store_delta_s"])
         self.empty_c = float(utl["empty_store_delta_c"])
         self.stages = utl["lifecycle"]
+        # the lifecycle stage's λ → the λ the engine uses (Meta-UTL's learned λ; identity until attached)
+        self.lambda_policy: Callable[[learning.Lifecycle], learning.Lifecycle] = lambda stage: stage
         self.gain = float(utl["learning_gain"])
         bounds = utl.get("emotional_weight", {}) or {}
         self.emotional_bounds = (float(bounds.get("min", 0.5)), float(bounds.get("max", 1.5)))
@@ -298,7 +300,7 @@ class DeltaScComputer:
         c_values = [r.delta_c for r in results]
         entropy = float(np.dot(weights, s_values))
         coherence = float(np.dot(weights, c_values))
-        stage = learning.lifecycle(store.count(), self.stages)
+        stage = self.lambda_policy(learning.lifecycle(store.count(), self.stages))
         w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
         phi = learning.binding_phase_spread(s_values)
         score = learning.learning_score(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,

@@ -3,7 +3,7 @@
 The memory's fingerprint is scored against the store with itself excluded by the same computation as
 inject_context and compute_delta_sc (services.delta_sc): per space, ΔSᵢ by the space's method and
 ΔCᵢ = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency. Then Johari per space (utl.johari, threshold from
-the constitution) and a confidence: how far the nearer of ΔS and ΔC is from the threshold, scaled to [0, 1].
+ATC: services.atc) and a confidence: how far the nearer of ΔS and ΔC is from the threshold, scaled to [0, 1].
 Read-only; runs in a worker thread.
 """
 
@@ -57,8 +57,7 @@ async def classify_memory(storage: StoreHandle, perception: Perception, cognitio
     store = (await storage.ready()).store
     record = storage.live_record(memory_id)
     pipeline = await perception.pipeline()
-    utl = constitution["utl"]
-    threshold = float(utl["johari_threshold"])
+    threshold = float(storage.delta_sc.threshold)  # ATC's `johari` (services.atc sets it on the computer)
     state = cognition.snapshot()
     edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(memory_id))]
     own = store.triples_of(memory_id)

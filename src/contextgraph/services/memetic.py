@@ -2,17 +2,19 @@
 
 Curation tasks are looked for among the `curation_window` most recent memories, so the call stays cheap at any
 store size (a full scan would grow with the store): duplicates are Semantic edges whose weight (E1 cosine at
-store time) reaches θ_dup, orphans are memories with no edge at all, conflicts are the workspace's latest
-competition if more than one memory passed its threshold there.
+store time) reaches θ_dup (ATC's, in the memory's domain), orphans are memories with no edge at all, conflicts
+are the workspace's latest competition if more than one memory passed its threshold there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from contextgraph.constitution import Constitution
+from contextgraph.services.atc import GENERAL, domain_of
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.perception import Perception
 from contextgraph.services.store_handle import StoreHandle
@@ -22,10 +24,14 @@ from contextgraph.utl.johari import classify
 
 
 async def memetic_status(storage: StoreHandle, perception: Perception, cognition: CognitiveState,
-                         workspace: WorkspaceService, constitution: Constitution) -> dict[str, Any]:
+                         workspace: WorkspaceService, constitution: Constitution,
+                         duplicate_threshold: Callable[[str], float] | None = None) -> dict[str, Any]:
+    """`duplicate_threshold`: θ_dup per domain (ATC, services.atc); the constitution's prior without it."""
     store = (await storage.ready()).store
     window = int(constitution["memetic"]["curation_window"])
-    theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
+    prior = float(constitution["atc"]["priors"]["theta_dup"])
+    theta_dup_of = duplicate_threshold or (lambda _domain: prior)
+    theta_dup = theta_dup_of(GENERAL)
 
     def scan() -> tuple[int, int, list[dict], list[str], int]:
         def read(g: GraphTxn) -> tuple[int, list[dict], list[str], int]:
@@ -33,11 +39,12 @@ async def memetic_status(storage: StoreHandle, perception: Perception, cognition
             duplicates, orphans, seen = [], [], set()
             for record in recent:
                 edges = g.edges(record.id)
+                record_theta = theta_dup_of(domain_of(record))
                 if not edges:
                     orphans.append(record.id)
                 for edge in edges:
                     pair = tuple(sorted((edge.source, edge.target)))
-                    if edge.type == "Semantic" and edge.weight >= theta_dup and pair not in seen:
+                    if edge.type == "Semantic" and edge.weight >= record_theta and pair not in seen:
                         seen.add(pair)
                         duplicates.append({"memories": list(pair), "similarity": edge.weight})
             return g.edge_count(), duplicates, orphans, len(recent)
@@ -60,7 +67,7 @@ async def memetic_status(storage: StoreHandle, perception: Perception, cognition
             "coherence": round(s["coherence"], p),
             "learningScore": round(s["learning_score"], p),
             "johariQuadrant": classify(s["entropy"], s["coherence"], s["rules"].johari_threshold),
-            "consolidationPhase": "none (dream consolidation is not built yet)",
+            "consolidationPhase": cognition.consolidation_phase(),
             "suggestedAction": pulse["suggested_action"],
         },
         "layers": {
