@@ -360,8 +360,14 @@ def _line(item: dict[str, Any], width: int = 240) -> str:
     return f"- {str(item.get('id', ''))[:8]}{tags}: {content}"
 
 
+def _trusted(items: Any) -> list[dict[str, Any]]:
+    """Memories fit for the model's context: not those the store-time adversarial screen quarantined (a stored
+    prompt injection must not reach the model through a hook; check_adversarial, homeostatic_status)."""
+    return [item for item in items or [] if not item.get("quarantined")]
+
+
 def _search_context(query: str, payload: dict[str, Any]) -> str:
-    results = payload.get("results") or []
+    results = _trusted(payload.get("results"))
     head = (f"ContextGraph memory ({len(results)} memories relevant to this project; searched for "
             f"'{_shown(query)}'):" if results else
             f"ContextGraph memory: no stored memory is relevant to this project yet (searched for "
@@ -371,7 +377,7 @@ def _search_context(query: str, payload: dict[str, Any]) -> str:
 
 
 def _prompt_context(query: str, payload: dict[str, Any]) -> str:
-    results = payload.get("results") or []
+    results = _trusted(payload.get("results"))
     if not results:
         return ""  # nothing relevant: add nothing to this turn
     return "\n".join([f"ContextGraph memories relevant to this prompt ({len(results)}):",
@@ -390,7 +396,7 @@ def _status_context(payload: dict[str, Any]) -> str:
 
 def _related_context(payload: dict[str, Any]) -> str:
     floor = float(_tuning()["session_min_similarity"])  # the same relevance floor as the session's context
-    related = [r for r in payload.get("related") or [] if float(r.get("similarity") or 0.0) >= floor]
+    related = [r for r in _trusted(payload.get("related")) if float(r.get("similarity") or 0.0) >= floor]
     if not related:
         return ""
     return "\n".join(["ContextGraph stored this change; related memories:", *(_line(r) for r in related)])

@@ -1,4 +1,4 @@
-"""Admin tools: temporary_scratchpad (reload_manifest arrives with the store)."""
+"""Admin tools: temporary_scratchpad and reload_manifest (SPEC D20; services.user_manifest)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import Field
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams
 from contextgraph.security.free_text import FREE_TEXT
+from contextgraph.services.user_manifest import ManifestService
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -40,6 +41,17 @@ async def temporary_scratchpad(ctx: ToolContext, args: ScratchpadArgs) -> dict[s
     return {"action": "clear", "removed": pads.clear(ctx.session, args.key)}
 
 
+class ReloadManifestArgs(Args):
+    path: str | None = Field(None, min_length=1, max_length=4096,
+                             description="The manifest file; default manifest.md in the data directory "
+                                         "(~/.context-graph/manifest.md).")
+
+
+async def reload_manifest(ctx: ToolContext, args: ReloadManifestArgs) -> dict[str, Any]:
+    s = ctx.services
+    return await ManifestService(s.storage, s.memory, s.constitution).reload(args.path)
+
+
 TOOLS = (
     ToolSpec(
         "temporary_scratchpad",
@@ -49,5 +61,14 @@ TOOLS = (
         ScratchpadArgs,
         temporary_scratchpad,
         keywords=("notes", "scratch", "temporary", "working memory", "session"),
+    ),
+    ToolSpec(
+        "reload_manifest",
+        "admin",
+        "Re-read the user manifest (standing instructions, domains, preferences) and the runtime settings after an "
+        "edit. Validated first: a bad file is refused naming its line and nothing changes; reports what changed.",
+        ReloadManifestArgs,
+        reload_manifest,
+        keywords=("manifest", "reload", "settings", "configuration", "preferences", "instructions"),
     ),
 )

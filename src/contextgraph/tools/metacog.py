@@ -1,14 +1,20 @@
-"""Meta-cognitive tools that need only the process: the agent's mental model and the log ring buffer.
-(The memory-dependent ones — reflect_on_memory, critique_context, … — arrive with their issues.)"""
+"""Meta-cognitive tools: the agent's mental model (with the user manifest's standing instructions), the log ring
+buffer, and reflection over the memory (seed 001 REQ-MCP-P1-005..007: reflect_on_memory, generate_search_plan,
+critique_context; services.reflection and services.critique). hydrate_citation and get_node_lineage, also
+meta-cognitive, live in navigation.py."""
 
 from __future__ import annotations
 
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from contextgraph.constitution import constitution
+from contextgraph.security.free_text import FREE_TEXT
+from contextgraph.services.critique import Critique
+from contextgraph.services.reflection import Reflection
+from contextgraph.services.user_manifest import DOC as MANIFEST_DOC
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 
@@ -29,7 +35,19 @@ class InstructionsArgs(Args):
 
 async def get_system_instructions(ctx: ToolContext, args: InstructionsArgs) -> dict[str, Any]:
     text = system_instructions()
-    return {"instructions": text, "words": len(text.split()), "keep_in_context": True}
+    storage = await ctx.services.storage.ready()
+    doc = storage.store.get_document(MANIFEST_DOC)  # the user manifest in force (reload_manifest, SPEC D20)
+    payload: dict[str, Any] = {"instructions": text, "words": len(text.split()), "keep_in_context": True}
+    manifest = (doc or {}).get("manifest") or {}
+    if any(manifest.get(k) for k in ("instructions", "domains", "preferences")):
+        lines = ["", "## The user's manifest"] + [f"- {line}" for line in manifest.get("instructions") or []]
+        if manifest.get("domains"):
+            lines.append(f"- Domains: {', '.join(manifest['domains'])}")
+        lines += [f"- Preference {k}: {v}" for k, v in (manifest.get("preferences") or {}).items()]
+        payload["instructions"] = text.rstrip() + "\n" + "\n".join(lines) + "\n"
+        payload["words"] = len(payload["instructions"].split())
+        payload["manifest"] = {"path": doc.get("path") if doc else None, **manifest}
+    return payload
 
 
 class LogsArgs(Args):
@@ -50,6 +68,47 @@ async def get_system_logs(ctx: ToolContext, args: LogsArgs) -> dict[str, Any]:
     }
 
 
+_GOAL = Field(min_length=10, max_length=1000, description="What you are trying to achieve (10-1000 characters).")
+
+
+class ReflectArgs(Args):
+    goal: Annotated[str, FREE_TEXT] = _GOAL
+
+
+async def reflect_on_memory(ctx: ToolContext, args: ReflectArgs) -> dict[str, Any]:
+    s, registry = ctx.services, ctx.registry
+    teleology = getattr(s, "teleology", None)
+    north_star = None
+    if teleology is not None and hasattr(teleology, "star_view"):
+        north_star = teleology.star_view() is not None
+    return await Reflection(s.storage, s.perception, s.memory, s.cognition, s.constitution).reflect(
+        args.goal, set(registry.specs), registry.index.search(args.goal, 8),
+        lambda name: registry.specs[name].summary, north_star)
+
+
+class PlanArgs(Args):
+    goal: Annotated[str, FREE_TEXT] = _GOAL
+    focus_spaces: list[Literal["semantic", "causal", "code", "temporal", "entity"]] = Field(
+        [], max_length=5, description="Preferred spaces; the plan aims its queries at these first.")
+
+
+async def generate_search_plan(ctx: ToolContext, args: PlanArgs) -> dict[str, Any]:
+    s = ctx.services
+    return await Reflection(s.storage, s.perception, s.memory, s.cognition, s.constitution).plan(
+        args.goal, list(dict.fromkeys(args.focus_spaces)))
+
+
+class CritiqueArgs(Args):
+    context_window: int = Field(10, ge=1, le=50, description="How many of the most recent memories to critique.")
+    check_types: list[Literal["conflicts", "duplicates", "outdated", "low_confidence"]] = Field(
+        ["conflicts", "duplicates"], min_length=1, max_length=4, description="Which checks to run.")
+
+
+async def critique_context(ctx: ToolContext, args: CritiqueArgs) -> dict[str, Any]:
+    return await Critique(ctx.services.storage, ctx.services.constitution).critique(
+        args.context_window, list(dict.fromkeys(args.check_types)))
+
+
 TOOLS = (
     ToolSpec(
         "get_system_instructions",
@@ -68,5 +127,32 @@ TOOLS = (
         LogsArgs,
         get_system_logs,
         keywords=("logs", "debug", "errors", "diagnose", "trace"),
+    ),
+    ToolSpec(
+        "reflect_on_memory",
+        "metacog",
+        "An ordered tool sequence for a goal, each step with why: from the goal's words, the live state (pulse, "
+        "store size, curation waiting, north star) and the tools' descriptions.",
+        ReflectArgs,
+        reflect_on_memory,
+        keywords=("plan", "reflect", "which tool", "strategy", "next step", "how to", "workflow"),
+    ),
+    ToolSpec(
+        "generate_search_plan",
+        "metacog",
+        "Three queries for a goal, each aimed at a different space (semantic, causal, code, temporal, entity), with "
+        "the fusion weights search_graph would use and what each finds now.",
+        PlanArgs,
+        generate_search_plan,
+        keywords=("search plan", "queries", "multi-space", "query rewrite", "strategy"),
+    ),
+    ToolSpec(
+        "critique_context",
+        "metacog",
+        "Check the most recent memories for conflicts (opposite claims on one topic), duplicates, outdated ones "
+        "and low confidence; each finding with the tool call that resolves it.",
+        CritiqueArgs,
+        critique_context,
+        keywords=("critique", "conflict", "contradiction", "fact-check", "duplicates", "outdated", "review"),
     ),
 )
