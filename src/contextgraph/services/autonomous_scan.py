@@ -1,0 +1,70 @@
+"""What the autonomous services read: the live memories (newest first, bounded) with their E1 vectors, and the
+clustering of them that the north star and the sub-goals both come from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from contextgraph.storage.base import MemoryRecord, MemoryStore
+from contextgraph.teleology.clustering import Clustering, cluster, coherence, member_silhouettes
+from contextgraph.teleology.labels import characteristic_terms
+
+SEMANTIC = 1
+
+
+@dataclass
+class Corpus:
+    records: list[MemoryRecord]
+    vectors: np.ndarray  # [n, d] E1
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def read_corpus(store: MemoryStore, max_scan: int, spaces: tuple[int, ...] = (SEMANTIC,)) -> Corpus:
+    """The newest `max_scan` live memories with their E1 vectors (seq order kept)."""
+    rows: list[tuple[MemoryRecord, np.ndarray]] = []
+    for record, fp in store.scan(spaces=list(spaces)):
+        rows.append((record, np.asarray(fp[SEMANTIC], dtype=np.float32)) if SEMANTIC in fp else (record, np.zeros(0)))
+    rows = rows[-max_scan:]
+    if not rows:
+        return Corpus([], np.zeros((0, 0)))
+    vectors = np.stack([v for _, v in rows]) if SEMANTIC in spaces else np.zeros((len(rows), 0))
+    return Corpus([r for r, _ in rows], vectors)
+
+
+@dataclass
+class Themes:
+    """The clusters of a corpus, described."""
+
+    clustering: Clustering
+    sizes: list[int]
+    coherence: list[float]  # mean E1 cosine of members to their centroid
+    silhouette: list[float]  # mean member silhouette per cluster
+    terms: list[list[str]]
+
+
+def themes(corpus: Corpus, k_min: int, k_max: int, settings: dict[str, Any]) -> Themes:
+    c = cluster(corpus.vectors, k_min, k_max, seed=int(settings["cluster_seed"]),
+                sample=int(settings["silhouette_sample"]), minibatch_above=int(settings["minibatch_above"]))
+    k = c.k
+    sizes = np.bincount(c.labels, minlength=k).tolist()
+    coh = coherence(corpus.vectors, c.labels, c.centroids).tolist()
+    if len(corpus) <= int(settings["silhouette_sample"]):
+        sil = member_silhouettes(corpus.vectors, c.labels)
+        per = [float(sil[c.labels == i].mean()) if (c.labels == i).any() else 0.0 for i in range(k)]
+    else:  # at scale the per-member silhouette is quadratic: the clustering's sampled mean stands for each
+        per = [c.silhouette] * k
+    terms = characteristic_terms([r.content for r in corpus.records], c.labels, k, int(settings["label_terms"]))
+    return Themes(c, [int(x) for x in sizes], [round(float(x), 6) for x in coh], [round(x, 6) for x in per], terms)
+
+
+def label(terms: list[str]) -> str:
+    return " / ".join(terms[:3]) if terms else "(no characteristic terms)"
+
+
+def preview(text: str, n: int = 120) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
