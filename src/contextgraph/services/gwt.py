@@ -138,7 +138,7 @@ def kuramoto_sync(network: OscillatorNetwork) -> dict[str, Any]:
 def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any = None) -> dict[str, Any]:
     snap = cognition.network.read()
     state = cognition.snapshot()
-    purpose = np.asarray(state["delta_c"], dtype=np.float64)
+    purpose = np.asarray(state["purpose_vector"], dtype=np.float64)
     parts = cs.consciousness(snap.r, state["meta_accuracy"], purpose)
     return {
         "C": round(parts["C"], 6),
@@ -150,6 +150,7 @@ def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any
         "meta_accuracy": round(state["meta_accuracy"], 6),
         "meta_samples": state["meta_samples"],
         "purpose_vector": [round(v, 6) for v in purpose.tolist()],
+        "purpose_source": state["purpose_source"],
         "meta_score": round(state["meta_scores"][-1], 6) if state["meta_scores"] else None,
         "differentiation": round(parts["D"], 6),
         "identity": {"continuity": round(state["identity_continuity"], 6),
@@ -164,9 +165,10 @@ def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any
             "R": "sigmoid(4·meta_accuracy − 2); meta_accuracy = 1 − mean |L_predicted − L_actual| over the recent "
                  "inject operations, where L_predicted is the engine's running learning score before the "
                  "operation and L_actual the operation's own (prior 0.5 before any)",
-            "D": "normalised Shannon entropy of the purpose vector. Until the north star exists (teleological "
-                 "issue) the purpose vector is the per-space coherence ΔC (EWMA of recent operations): which "
-                 "spaces the stored knowledge integrates in. An empty store has none, so D = 0 and C = 0",
+            "D": "normalised Shannon entropy of the purpose vector: once auto_bootstrap_north_star has run, the "
+                 "mean purpose vector (per-space alignment to the north star) of recent memories; before, the "
+                 "per-space coherence ΔC (EWMA of recent operations) stands in (purpose_source says which). An "
+                 "empty store has none, so D = 0 and C = 0",
         },
     }
 
@@ -174,7 +176,7 @@ def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any
 def ego_state(cognition: Any) -> dict[str, Any]:
     """get_ego_state: the SELF_EGO_NODE read from the engine (purpose vector, identity, trajectory)."""
     state = cognition.snapshot()
-    purpose = state["delta_c"]
+    purpose = state["purpose_vector"]
     trajectory = state["trajectory"]
     bounds = cognition.identity_bounds
     ic = state["identity_continuity"]
@@ -183,6 +185,7 @@ def ego_state(cognition: Any) -> dict[str, Any]:
         drift = round(1.0 - ego.cosine(purpose, trajectory[0][1]), 6)
     return {
         "purpose_vector": [round(v, 6) for v in purpose],
+        "purpose_source": state["purpose_source"],
         "identity_continuity": round(ic, 6),
         "identity_status": ego.identity_status(ic, bounds),
         "identity_thresholds": bounds,
@@ -195,8 +198,9 @@ def ego_state(cognition: Any) -> dict[str, Any]:
         "drift_from_oldest": drift,
         "requests": [r for r in state["requests"] if r["kind"] == "dream"][-5:],
         "sources": {
-            "purpose_vector": "per-space coherence ΔC (EWMA of recent operations) until a north star exists "
-                              "(teleological issue): the spaces in which stored knowledge integrates",
+            "purpose_vector": "the mean purpose vector (per-space alignment to the north star) of recent "
+                              "memories once auto_bootstrap_north_star has run; before, the per-space coherence "
+                              "ΔC (EWMA of recent operations) stands in (purpose_source says which)",
             "identity_continuity": "cos(PV_t, PV_t-1) × r (Kuramoto order parameter), after each operation",
             "coherence_with_actions": "mean cosine of the purpose vector with the per-space ΔC of the last "
                                       f"{cognition.recent_actions.maxlen} operations",
