@@ -1,0 +1,215 @@
+"""The dashboard in a real headless browser (Debian's chromium driven by Playwright) against a real server: memories
+stored through MCP (Streamable HTTP), the page's numbers checked against the MCP tools, a search, a memory's page
+and its neighbourhood graph, a merge of two near-duplicates clicked in the UI and seen through MCP, the live
+stream. Screenshots of every panel go to the test's temp dir."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from dashboard_helpers import browser_page, call, freeze_network, serving, shoot, store
+from mcp import Client
+
+from contextgraph.app import build_app
+
+pytestmark = pytest.mark.anyio
+DEPLOY = "The deploy failed because the database migration timed out after 30 seconds."
+DEPLOY2 = "The deploy failed since the database migration hit its 30 second timeout."
+OTHER = "Kuramoto oscillators synchronise once the coupling exceeds a critical value."
+RUST = "Rust's borrow checker rules out data races at compile time."
+
+
+@pytest.fixture
+def dash_app(tmp_path, make_settings):
+    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_PORT="0", CONTEXTGRAPH_HTTP_PORT="0"))
+    yield app
+    app.close()
+
+
+async def _metrics(page) -> dict[str, tuple[str, str]]:
+    """data-metric name → (text, data-value) as the page shows them."""
+    out = {}
+    for node in await page.locator("[data-metric]").all():
+        name = await node.get_attribute("data-metric")
+        out[name] = (await node.text_content(), await node.get_attribute("data-value"))
+    return out
+
+
+async def test_snapshot_numbers_match_the_mcp_tools(dash_app, tmp_path):
+    async with serving(dash_app) as base, Client(base + "/mcp", mode="legacy") as client:
+        for text in (DEPLOY, DEPLOY2, OTHER, RUST):
+            await store(client, text)
+        freeze_network(dash_app)
+        async with browser_page(tmp_path) as (page, requests, errors):
+            started = time.perf_counter()
+            response = await page.goto(base + "/dashboard?live=0")
+            await page.locator("body[data-rendered='1']").wait_for(state="attached")
+            render_s = time.perf_counter() - started
+            assert response is not None and response.status == 200
+            memetic = await call(client, "get_memetic_status")
+            sync = await call(client, "get_kuramoto_sync")
+            shown = await _metrics(page)
+            expected = {"memory_count": memetic["fingerprintCount"], "edge_count": memetic["layers"]["memory"]["edges"],
+                        "entropy": memetic["utl"]["entropy"], "coherence": memetic["utl"]["coherence"],
+                        "learning_score": memetic["utl"]["learningScore"], "kuramoto_r": sync["r"]}
+            assert set(shown) == set(expected)
+            for name, value in expected.items():
+                text, data_value = shown[name]
+                assert float(text) == pytest.approx(value, abs=1e-9), name
+                assert data_value == text
+            assert memetic["fingerprintCount"] == 4
+            oscillators = page.locator("[data-oscillator]")
+            assert await oscillators.count() == 13
+            for i, phase in enumerate(sync["phases"], start=1):
+                node = page.locator(f'[data-oscillator="{i}"]')
+                assert float(await node.text_content()) == pytest.approx(phase, abs=1e-9)
+                assert await node.get_attribute("data-value") == await node.text_content()
+            # 13 dots on the circle, and the panels filled from the snapshot
+            assert await page.locator("#kuramoto-svg [data-osc-dot]").count() == 13
+            assert await page.locator("#recent-list li[data-memory-id]").count() == 4
+            assert await page.locator("#johari-table tbody tr").count() == 13
+            assert await page.locator("#duplicates [data-task='duplicate']").count() >= 1
+            assert await page.locator("#history-engine path.series, #history-engine circle.dot").count() >= 1
+            assert await page.locator("#latency-table tbody tr").count() == 2
+            assert "not available" in (await page.locator("#neuromodulation-box").text_content() or "") or \
+                dash_app.registry.specs.get("get_neuromodulation_state") is not None
+            await shoot(page, tmp_path, "snapshot")
+            # live=0: one snapshot, no stream, and nothing went wrong in the page
+            assert not [u for u in requests if "/dashboard/api/stream" in u]
+            assert errors == []
+            print(f"\ndashboard first render (live=0, 4 memories, server snapshot included): {render_s * 1000:.0f} ms")
+
+
+async def test_search_memory_page_and_graph_expansion(dash_app, tmp_path):
+    async with serving(dash_app) as base, Client(base + "/mcp", mode="legacy") as client:
+        deploy = await store(client, DEPLOY)
+        other = await store(client, OTHER, link_to=[deploy])
+        await store(client, RUST, link_to=[other])
+        async with browser_page(tmp_path) as (page, _requests, errors):
+            await page.goto(base + "/dashboard?live=0")
+            await page.fill("#search-q", "why did the deploy fail")
+            await page.check("#search-breakdown")
+            await page.click("#search-form button[type=submit]")
+            rows = page.locator("#search-table tbody tr")
+            await rows.first.wait_for()
+            found = await call(client, "search_graph", {"query": "why did the deploy fail", "top_k": 10})
+            shown_ids = [await r.get_attribute("data-result-id") for r in await rows.all()]
+            assert shown_ids[0] == found["results"][0]["id"] == deploy
+            assert set(shown_ids) == {r["id"] for r in found["results"]}
+            assert await page.locator("#search-table thead th.rank").count() == 13  # the per-space breakdown
+            # open the memory from the results
+            await rows.first.locator("a.memory-link").click()
+            await page.locator("#memory-page [data-field='memory-id']").filter(has_text=deploy).wait_for()
+            hydrated = await call(client, "hydrate_citation", {"citation_tag": f"[node_{deploy}]"})
+            assert await page.locator("#memory-page [data-field='content']").text_content() == hydrated["content"]
+            johari = await call(client, "get_johari_classification", {"memory_id": deploy})
+            cells = await page.locator("#johari-table tbody tr td:nth-child(4)").all()
+            quadrants = [await c.text_content() for c in cells]
+            assert quadrants == johari["quadrants"]
+            # the graph: the memory and its neighbour, then a click expands the neighbour's own neighbourhood
+            graph = page.locator("#graph-view")
+            assert await graph.locator("g.node").count() == 2
+            edge = graph.locator("line.edge").first
+            assert await edge.get_attribute("data-edge-type") in ("Semantic", "Temporal", "Causal", "Hierarchical",
+                                                                  "Relational")
+            await graph.locator(f"g.node[data-node-id='{other}'] circle").click()
+            await graph.locator("g.node").nth(2).wait_for()
+            assert await graph.locator("g.node").count() == 3
+            assert await graph.locator(f"g.node.expanded[data-node-id='{other}']").count() == 1
+            await shoot(page, tmp_path, "search")
+            assert errors == []
+
+
+async def test_merge_duplicates_from_the_ui_then_restore(dash_app, tmp_path):
+    async with serving(dash_app) as base, Client(base + "/mcp", mode="legacy") as client:
+        a, b = await store(client, DEPLOY), await store(client, DEPLOY2)
+        await store(client, OTHER)
+        duplicates = (await call(client, "get_memetic_status"))["curation_tasks"]["duplicates"]
+        assert sorted(duplicates[0]["memories"]) == sorted([a, b])
+        async with browser_page(tmp_path) as (page, _requests, errors):
+            await page.goto(base + "/dashboard?live=0")
+            task = page.locator("#duplicates [data-task='duplicate']").first
+            await task.locator("button.merge").click()
+            dialog = page.locator("#rationale-dialog")
+            await dialog.wait_for()
+            # the rationale rule holds for a click: too short → the dispatcher's -32602/-32009 in the dialog
+            await page.fill("#rationale-text", "dup")
+            await page.click("#rationale-confirm")
+            await page.locator("#rationale-error").filter(has_text="code").wait_for()
+            assert "rationale" in (await page.locator("#rationale-error").text_content() or "")
+            assert (await call(client, "get_memetic_status"))["fingerprintCount"] == 3  # nothing changed
+            await page.fill("#merge-target-name", "Deploy failure: migration timeout")
+            await page.fill("#rationale-text", "the same incident stored twice by two hooks")
+            await page.click("#rationale-confirm")
+            message = page.locator("#curation-message")
+            await message.filter(has_text="Merged").wait_for()
+            merged_id = (await message.text_content() or "").split(" into ")[1].split(" ")[0]
+            # through MCP: the sources are gone, the merged memory is live with the name given in the page
+            status = await call(client, "get_memetic_status")
+            assert status["fingerprintCount"] == 2
+            merged = await call(client, "hydrate_citation", {"citation_tag": f"[node_{merged_id}]"})
+            assert merged["node_id"] == merged_id
+            for source in (a, b):
+                lineage = await call(client, "get_node_lineage", {"node_id": source})
+                assert lineage["status"] != "live"
+                assert any(e["event"] == "merged_into" and e["into"] == merged_id for e in lineage["events"])
+            assert not status["curation_tasks"]["duplicates"]
+            # the page refreshed its panels: no duplicate task left, the tombstones list the sources
+            await page.locator("#duplicates .note").wait_for()
+            tombstones = await call(client, "search_tombstones")
+            assert {t["id"] for t in tombstones["tombstones"]} >= {a, b}
+            await page.locator("#tombstones tr[data-tombstone]").first.wait_for()
+            await shoot(page, tmp_path, "merged")
+            # restore from the tombstones list undoes the merge
+            await page.locator("#tombstones button.restore").first.click()
+            await message.filter(has_text="Restored").wait_for()
+            after = await call(client, "get_memetic_status")
+            assert after["fingerprintCount"] == 3
+            assert (await call(client, "get_node_lineage", {"node_id": a}))["status"] == "live"
+            assert errors == [] or all("400" in e or "Bad Request" in e for e in errors)  # the refused first try
+
+
+async def test_live_page_streams_and_the_oscillators_move(dash_app, tmp_path):
+    async with serving(dash_app) as base, Client(base + "/mcp", mode="legacy") as client:
+        await store(client, DEPLOY)
+        async with browser_page(tmp_path) as (page, requests, errors):
+            await page.goto(base + "/dashboard")
+            await page.locator("#live-status[data-state='live']").wait_for()
+            assert [u for u in requests if u.endswith("/dashboard/api/stream")]
+            dot = page.locator("#kuramoto-svg [data-osc-dot='9'] circle")  # E9 turns fastest
+            first = await dot.get_attribute("cx"), await dot.get_attribute("cy")
+            await page.wait_for_timeout(300)
+            assert (await dot.get_attribute("cx"), await dot.get_attribute("cy")) != first  # moving between pushes
+            # a memory stored through MCP reaches the page with the next push of the stream
+            await store(client, OTHER)
+            count = page.locator("[data-metric='memory_count']")
+            await count.filter(has_text="2").wait_for(timeout=15_000)
+            assert await count.get_attribute("data-value") == "2"
+            phase = await page.locator("[data-oscillator='1']").text_content()
+            await page.locator("[data-oscillator='1']").filter(has_not_text=phase or "").wait_for(timeout=15_000)
+            await shoot(page, tmp_path, "live")
+            assert errors == []
+
+
+async def test_page_weight(dash_app, tmp_path):
+    """Not a budget (no timing or size is asserted beyond sanity): prints what a first load transfers."""
+    async with serving(dash_app) as base, Client(base + "/mcp", mode="legacy") as client:
+        await store(client, DEPLOY, tags=["weight"])
+        async with browser_page(tmp_path) as (page, _requests, _errors):
+            sizes: dict[str, int] = {}
+
+            async def on_response(response):
+                if "/dashboard" in response.url and "/api/stream" not in response.url:
+                    sizes[response.url] = len(await response.body())
+
+            page.on("response", on_response)
+            await page.goto(base + "/dashboard?live=0")
+            await page.locator("body[data-rendered='1']").wait_for(state="attached")
+            await page.wait_for_load_state("networkidle")
+            total = sum(sizes.values())
+            names = {u.rsplit("/", 1)[-1].split("?")[0] for u in sizes}
+            assert names >= {"dashboard.js", "charts.js", "graph.js", "dashboard.css"}
+            print(f"\ndashboard page weight: {total / 1024:.1f} KB over {len(sizes)} requests "
+                  + ", ".join(f"{u.rsplit('/', 1)[-1]} {n / 1024:.1f} KB" for u, n in sorted(sizes.items())))
+            assert 0 < total < 1_000_000

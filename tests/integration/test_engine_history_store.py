@@ -1,0 +1,60 @@
+"""The engine history survives a restart: saved with the engine state into a real LMDB store, loaded when the
+store opens again; and a store saved before the history existed opens with an empty one."""
+
+import pytest
+
+from contextgraph.app import build_app
+from contextgraph.services.history import DOCUMENT
+
+pytestmark = pytest.mark.anyio
+WHY = "history persistence test memory"
+
+
+async def _call(app, name, arguments):
+    return (await app.dispatcher.call(name, arguments, app.tool_context("history-test"))).payload
+
+
+async def test_history_round_trips_through_the_store(tmp_path, make_settings):
+    settings = make_settings(tmp_path / "home")
+    app = build_app(settings)
+    try:
+        await _call(app, "store_memory", {"content": "The deploy failed on a migration timeout.", "rationale": WHY})
+        await _call(app, "search_graph", {"query": "deploy"})
+        try:
+            await _call(app, "search_graph", {"query": "deploy", "top_k": 0})
+        except Exception:
+            pass  # a refused search counts as an error of its kind
+        before = app.services.history.view()
+        assert before["calls"]["store"]["total"] == 1
+        assert before["calls"]["search"] == {**before["calls"]["search"], "total": 2, "errors": 1}
+        assert before["sample_count"] >= 1
+    finally:
+        app.close()
+    again = build_app(settings)
+    try:
+        await again.services.storage.ready()
+        after = again.services.history
+        assert list(after.samples) == [tuple(s) for s in zip(*before["samples"].values())]
+        assert after.counts == {"store": 1, "search": 2} and after.errors == {"store": 0, "search": 1}
+        assert [round(ms, 3) for _, ms in after.latencies["search"]] == [
+            round(ms, 3) for _, ms in app.services.history.latencies["search"]]
+    finally:
+        again.close()
+
+
+async def test_a_store_without_a_saved_history_opens_with_an_empty_one(tmp_path, make_settings):
+    settings = make_settings(tmp_path / "home")
+    app = build_app(settings)
+    try:
+        await _call(app, "store_memory", {"content": "one memory", "rationale": WHY})
+        store = app.services.storage.store
+        store.put_document(DOCUMENT, {})  # as if saved by a version without the history
+        app.services.history.dirty = False
+    finally:
+        app.close()
+    again = build_app(settings)
+    try:
+        await again.services.storage.ready()
+        assert not again.services.history.samples and again.services.history.counts == {"store": 0, "search": 0}
+    finally:
+        again.close()
