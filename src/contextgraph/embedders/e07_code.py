@@ -19,7 +19,8 @@ import numpy as np
 
 from contextgraph.embedders.base import Backbone, MemoryInput
 from contextgraph.embedders.code_lexer import CLASSES, identifier_spans, keyword_spans, token_class_histogram
-from contextgraph.embedders.vectors import cosine_scores, l2_normalize, span_token_mask, weighted_mean
+from contextgraph.embedders.token_spans import span_mask
+from contextgraph.embedders.vectors import cosine_scores, l2_normalize, weighted_mean
 from contextgraph.fingerprint import SPACES, Kind
 
 IDENTIFIER_WEIGHT = 3.0
@@ -45,25 +46,29 @@ class CodeEmbedder:
         encoded = item.encoded
         weights = np.where(encoded.special, 0.0, 1.0)
         if item.modality in CODE_MODALITIES:
-            keyword = span_token_mask(encoded.offsets, encoded.special, keyword_spans(item.text))
-            weights[keyword] = KEYWORD_WEIGHT
-        identifier = span_token_mask(encoded.offsets, encoded.special, identifier_spans(item.text))
-        weights[identifier] = IDENTIFIER_WEIGHT
+            weights[span_mask(encoded.offsets, encoded.special, keyword_spans(item.text))] = KEYWORD_WEIGHT
+        weights[span_mask(encoded.offsets, encoded.special, identifier_spans(item.text))] = IDENTIFIER_WEIGHT
         return weights
 
     def embed(self, item: MemoryInput) -> np.ndarray:
-        states = item.encoded.states
-        pooled = weighted_mean(states, self.token_weights(item))
-        if not pooled.any():  # nothing but special tokens (empty text): pool them all
-            pooled = states.mean(axis=0)
-        histogram = np.zeros(len(CLASSES), dtype=np.float32)
-        if item.modality in CODE_MODALITIES:
-            histogram = HISTOGRAM_SCALE * l2_normalize(token_class_histogram(item.text))
-        norm = np.sqrt(1.0 + float(histogram @ histogram))
-        return (np.concatenate([l2_normalize(pooled), histogram]) / norm).astype(np.float32)
+        return self.embed_batch([item])[0]
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
-        return [self.embed(item) for item in items]
+        """The weighted pools of the whole batch normalised at once; per memory only its lexing (regexes)."""
+        if not items:
+            return []
+        pooled = np.empty((len(items), self.hidden), dtype=np.float32)
+        histograms = np.zeros((len(items), len(CLASSES)), dtype=np.float32)
+        for row, item in enumerate(items):
+            states = item.encoded.states
+            pooled[row] = weighted_mean(states, self.token_weights(item))
+            if not pooled[row].any():  # nothing but special tokens (empty text): pool them all
+                pooled[row] = states.mean(axis=0)
+            if item.modality in CODE_MODALITIES:
+                histograms[row] = token_class_histogram(item.text)
+        histograms = HISTOGRAM_SCALE * l2_normalize(histograms)
+        norms = np.sqrt(1.0 + np.einsum("ij,ij->i", histograms, histograms, dtype=np.float64))[:, None]
+        return list((np.concatenate([l2_normalize(pooled), histograms], axis=1) / norms).astype(np.float32))
 
     def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
         return cosine_scores(query, docs)

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextgraph.embedders.base import Backbone, MemoryInput
+from contextgraph.embedders import token_spans
+from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
 from contextgraph.embedders.e01_semantic import sentence_vector
-from contextgraph.embedders.entities import entities, triples
+from contextgraph.embedders.entities import Entity, entities, triples
 from contextgraph.embedders.vectors import cosine_scores, l2_normalize, span_token_mask
 from contextgraph.fingerprint import SPACES, Kind
 
@@ -47,18 +48,28 @@ class EntityEmbedder:
         )
 
     def embed(self, item: MemoryInput) -> np.ndarray:
-        encoded = item.encoded
-        mentions = []
-        for mention in entities(encoded.text):
-            mask = span_token_mask(encoded.offsets, encoded.special, [(mention.start, mention.end)])
-            if mask.any():
-                mentions.append(l2_normalize(encoded.states[mask].mean(axis=0)))
-        if not mentions:
-            return sentence_vector(encoded, self.pooling)
-        return l2_normalize(np.mean(mentions, axis=0))
+        return self.embed_batch([item])[0]
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
-        return [self.embed(item) for item in items]
+        return self.embed_with_triples(items, with_triples=False)[0]
+
+    def embed_with_triples(self, items: Sequence[MemoryInput], with_triples: bool = True
+                           ) -> tuple[list[np.ndarray], list[list[Triple]]]:
+        """Each item's E11 vector and (with_triples) its relation triples, from one search for its entity
+        mentions: the pipeline's vectors and triples come from the same pass over the text."""
+        vectors, found = [], []
+        for item in items:
+            mentions = entities(item.text)
+            pooled = _SpanPool(item.encoded)
+            vectors.append(self._vector(item, pooled, mentions))
+            found.append(self._triples(pooled, mentions) if with_triples else [])
+        return vectors, found
+
+    def _vector(self, item: MemoryInput, pooled: _SpanPool, mentions: list[Entity]) -> np.ndarray:
+        vectors = pooled.means([(m.start, m.end) for m in mentions])
+        if not len(vectors):
+            return sentence_vector(item.encoded, self.pooling)
+        return l2_normalize(l2_normalize(vectors).mean(axis=0))
 
     def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
         return cosine_scores(query, docs)
@@ -66,20 +77,64 @@ class EntityEmbedder:
     def triple_vectors(self, item: MemoryInput) -> list[Triple]:
         """The text's relation triples with head and tail vectors pooled from the forward pass (the first
         occurrence of each term; a term past the truncation has no tokens and its triple is dropped)."""
-        encoded = item.encoded
-        text = encoded.text
-        out = []
-        for head, relation, tail in triples(text):
+        return self._triples(_SpanPool(item.encoded), entities(item.text))
+
+    @staticmethod
+    def _triples(pooled: _SpanPool, mentions: list[Entity]) -> list[Triple]:
+        text = pooled.encoded.text
+        placed = []
+        for head, relation, tail in triples(text, mentions):
             h_at = text.find(head)
             t_at = text.find(tail, h_at + len(head)) if h_at >= 0 else -1
-            if h_at < 0 or t_at < 0:
-                continue
-            vectors = []
-            for start, term in ((h_at, head), (t_at, tail)):
-                mask = span_token_mask(encoded.offsets, encoded.special, [(start, start + len(term))])
-                if not mask.any():
-                    break
-                vectors.append(l2_normalize(encoded.states[mask].mean(axis=0)).astype(np.float32))
-            if len(vectors) == 2:
-                out.append(Triple(head, relation, tail, vectors[0], vectors[1]))
-        return out
+            if h_at >= 0 and t_at >= 0:
+                placed.append((head, relation, tail, (h_at, h_at + len(head)), (t_at, t_at + len(tail))))
+        if not placed:
+            return []
+        spans = [span for *_terms, h, t in placed for span in (h, t)]
+        covered, means = pooled.covered(spans), pooled.all_means(spans)
+        vectors = l2_normalize(means)
+        return [Triple(head, relation, tail, vectors[2 * i], vectors[2 * i + 1])
+                for i, (head, relation, tail, _h, _t) in enumerate(placed) if covered[2 * i] and covered[2 * i + 1]]
+
+
+class _SpanPool:
+    """Mean token states over character spans of one encoded text, for many spans at once: each span's tokens
+    are a contiguous range (token_spans), averaged through running sums of the states (float64, so the
+    differences keep float32 precision)."""
+
+    def __init__(self, encoded: Encoded) -> None:
+        self.encoded = encoded
+        self._ordered = token_spans.ordered(encoded.offsets, encoded.special)
+        self._running: np.ndarray | None = None
+
+    def covered(self, spans: list[tuple[int, int]]) -> np.ndarray:
+        """bool per span: does any non-special token overlap it?"""
+        if not spans:
+            return np.zeros(0, dtype=bool)
+        if not self._ordered:
+            e = self.encoded
+            return np.array([span_token_mask(e.offsets, e.special, [s]).any() for s in spans], dtype=bool)
+        first, stop = token_spans.span_ranges(self.encoded.offsets, self.encoded.special, spans)
+        return stop > first
+
+    def all_means(self, spans: list[tuple[int, int]]) -> np.ndarray:
+        """float32 [len(spans), H]: each span's mean token state (zeros for a span no token overlaps)."""
+        e = self.encoded
+        if not self._ordered:
+            rows = []
+            for span in spans:
+                mask = span_token_mask(e.offsets, e.special, [span])
+                rows.append(e.states[mask].mean(axis=0) if mask.any() else np.zeros(e.states.shape[1]))
+            return np.asarray(rows, dtype=np.float32).reshape(len(spans), e.states.shape[1])
+        if self._running is None:
+            real = e.states[~e.special].astype(np.float64)
+            self._running = np.concatenate([np.zeros((1, real.shape[1])), np.cumsum(real, axis=0)])
+        first, stop = token_spans.span_ranges(e.offsets, e.special, spans)
+        sizes = np.maximum(stop - first, 1)[:, None]
+        return ((self._running[stop] - self._running[first]) / sizes).astype(np.float32)
+
+    def means(self, spans: list[tuple[int, int]]) -> np.ndarray:
+        """The mean token states of the spans that some token overlaps, in span order."""
+        if not spans:
+            return np.zeros((0, self.encoded.states.shape[1]), dtype=np.float32)
+        return self.all_means(spans)[self.covered(spans)]

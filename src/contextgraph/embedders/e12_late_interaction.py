@@ -19,6 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
+from contextgraph.embedders.token_spans import alnum_in_spans
 from contextgraph.embedders.vectors import l2_normalize
 from contextgraph.fingerprint import SPACES, Kind
 
@@ -40,16 +41,12 @@ def projection(hidden: int, dim: int = TOKEN_DIM, seed: int = SEED) -> np.ndarra
 
 def kept_tokens(encoded: Encoded, limit: int = MAX_TOKENS) -> np.ndarray:
     """Indices of the tokens E12 keeps, in text order."""
-    text = encoded.text
-    content = [
-        i for i, ((start, end), special) in enumerate(zip(encoded.offsets.tolist(), encoded.special.tolist()))
-        if not special and any(ch.isalnum() for ch in text[start:end])
-    ]
+    content = np.flatnonzero(~encoded.special & (alnum_in_spans(encoded.text, encoded.offsets) > 0))
     if len(content) > limit:
         ids = encoded.token_ids[content]
         rarest = np.argsort(-ids.astype(np.int64), kind="stable")[:limit]
-        content = [content[i] for i in np.sort(rarest)]
-    return np.array(content, dtype=np.int64)
+        content = content[np.sort(rarest)]
+    return content.astype(np.int64)
 
 
 def maxsim(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
@@ -80,13 +77,20 @@ class LateInteractionEmbedder:
         )
 
     def embed(self, item: MemoryInput) -> np.ndarray:
-        encoded = item.encoded
-        keep = kept_tokens(encoded)
-        states = encoded.states[keep] if len(keep) else encoded.states.mean(axis=0, keepdims=True)
-        return l2_normalize(states @ self._projection)
+        return self.embed_batch([item])[0]
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
-        return [self.embed(item) for item in items]
+        """The kept token states of the whole batch projected by one matrix product (a product per memory
+        cost ~15 ms each on a loaded 2-core machine, waking BLAS every time) and normalised together."""
+        if not items:
+            return []
+        kept = []
+        for item in items:
+            encoded = item.encoded
+            keep = kept_tokens(encoded)
+            kept.append(encoded.states[keep] if len(keep) else encoded.states.mean(axis=0, keepdims=True))
+        projected = l2_normalize(np.concatenate(kept) @ self._projection)
+        return np.split(projected, np.cumsum([len(k) for k in kept])[:-1])
 
     def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
         return maxsim(query, docs)

@@ -4,6 +4,7 @@ verb patterns ("X uses Y", "X is a Y", "X depends on Y", "X calls Y", …). Pure
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -47,7 +48,10 @@ _COMMON = frozenset(
 
 def entities(text: str) -> list[Entity]:
     """The entity mentions of `text`, in text order, without overlaps."""
-    taken: list[tuple[int, int]] = []
+    # the mentions taken so far, non-overlapping, as parallel sorted lists: a new span overlaps one of them iff
+    # the first that ends after its start begins before its end (a binary search, not a scan of all of them)
+    starts: list[int] = []
+    ends: list[int] = []
     found: list[Entity] = []
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
@@ -58,9 +62,11 @@ def entities(text: str) -> list[Entity]:
                     continue
             if kind == "loose_version" and not _after_a_name(text, start):
                 continue
-            if any(start < hi and end > lo for lo, hi in taken):
+            at = bisect.bisect_right(ends, start)
+            if at < len(starts) and starts[at] < end:
                 continue
-            taken.append((start, end))
+            starts.insert(at, start)
+            ends.insert(at, end)
             found.append(Entity(text[start:end], kind.removeprefix("loose_"), start, end))
     return sorted(found, key=lambda e: e.start)
 
@@ -69,14 +75,36 @@ def _lone_sentence_opener(text: str, start: int, end: int) -> bool:
     """A single ordinary capitalised word that opens a sentence ("Upgrade the…") is most likely capitalised for
     that reason alone; one with an inner capital, a digit or all capitals (ContextGraph, HNSW, S3) is kept."""
     word = text[start:end]
-    opener = re.search(r"(?:^|[.!?:]\s+|\n\s*)$", text[:start]) is not None
-    return opener and " " not in word and re.fullmatch(r"[A-Z][a-z\-]*", word) is not None
+    return _opens_sentence(text, start) and " " not in word and re.fullmatch(r"[A-Z][a-z\-]*", word) is not None
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    r"""Does text[:start] end the way `(?:^|[.!?:]\s+|\n\s*)$` says: nothing before it, or sentence punctuation
+    then whitespace, or a newline then any whitespace? Read backwards from `start` (a regex search over
+    text[:start] made every capitalised phrase cost a pass over the text before it)."""
+    if start == 0:
+        return True
+    blank = start
+    while blank > 0 and text[blank - 1].isspace():  # str.isspace is the \s of a str pattern
+        blank -= 1
+    if blank == start:
+        return False
+    return "\n" in text[blank:start] or (blank > 0 and text[blank - 1] in ".!?:")
 
 
 def _after_a_name(text: str, start: int) -> bool:
-    """"Python 3.11" is a version; "in 0.5 seconds" is not."""
-    before = re.search(r"([A-Za-z][\w\-]*)\s$", text[:start])
-    return before is not None and before.group(1).lower() not in _STOP
+    r""""Python 3.11" is a version; "in 0.5 seconds" is not. The name is the word right before the one whitespace
+    character before `start`: its run of word characters and hyphens from the first ASCII letter on (what
+    `([A-Za-z][\w\-]*)\s$` finds in text[:start] when, as after loose_version's look-behind, a letter and a
+    space precede `start`), read backwards from `start` instead of searching all of text[:start]."""
+    if start == 0 or not text[start - 1].isspace():
+        return False
+    first = start - 1
+    while first > 0 and (text[first - 1].isalnum() or text[first - 1] in "_-"):
+        first -= 1
+    run = text[first : start - 1]
+    letter = next((i for i, ch in enumerate(run) if ch.isascii() and ch.isalpha()), None)
+    return letter is not None and run[letter:].lower() not in _STOP
 
 
 def _skip_common_words(text: str, start: int, end: int) -> int | None:
@@ -108,10 +136,11 @@ _STOP = _COMMON | frozenset("which who that whose to into for with in on at by f
 MAX_TERM_WORDS = 4
 
 
-def triples(text: str) -> list[tuple[str, str, str]]:
+def triples(text: str, mentions: list[Entity] | None = None) -> list[tuple[str, str, str]]:
     """(head, relation, tail) for each clause with one of RELATIONS between two terms, e.g.
-    "ContextGraph uses LMDB for storage" → ("ContextGraph", "uses", "LMDB")."""
-    mentions = entities(text)
+    "ContextGraph uses LMDB for storage" → ("ContextGraph", "uses", "LMDB"). `mentions`: entities(text), when
+    the caller has them already (E11 finds them once for its vector and its triples)."""
+    mentions = entities(text) if mentions is None else mentions
     out = []
     for clause in _CLAUSE.finditer(text):
         base, body = clause.start(), clause.group(0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,12 +85,9 @@ class FingerprintPipeline:
     def embed_with_triples(self, items: Sequence[Draft]) -> tuple[list[Fingerprint], list[list[Any]]]:
         """embed(), plus each draft's E11 relation triples with pooled head and tail vectors from the same
         forward pass (stored beside the fingerprint for E11's TransE novelty)."""
-        fingerprints, inputs = self._embed(items)
-        e11 = next(e for e in self.embedders if e.space == 11)
-        pool = getattr(e11, "triple_vectors", None)  # a configured E11 model without triples yields none
-        return fingerprints, [pool(item) if pool else [] for item in inputs]
+        return self._embed(items, with_triples=True)
 
-    def _embed(self, items: Sequence[Draft]) -> tuple[list[Fingerprint], list[MemoryInput]]:
+    def _embed(self, items: Sequence[Draft], with_triples: bool = False) -> tuple[list[Fingerprint], list[list[Any]]]:
         started = time.perf_counter()
         for draft in items:
             _check_draft(draft)
@@ -105,10 +102,17 @@ class FingerprintPipeline:
             for d, enc in zip(items, encoded)
         ]
         fingerprints: list[Fingerprint] = [{} for _ in items]
+        triples: list[list[Any]] = [[] for _ in items]
         embedder_ms: dict[int, float] = {}
         for embedder in self.embedders:
             t0 = time.perf_counter()
-            vectors = _run(embedder, inputs)
+            # E11's vectors and relation triples from one search for entity mentions per text (its time includes
+            # the triples); a configured E11 model without triples yields none
+            with_e11_triples = getattr(embedder, "embed_with_triples", None) if embedder.space == 11 else None
+            if with_triples and with_e11_triples is not None:
+                vectors, triples = _run(embedder, inputs, with_e11_triples)
+            else:
+                vectors = list(_run(embedder, inputs, embedder.embed_batch))
             embedder_ms[embedder.space] = (time.perf_counter() - t0) * 1e3
             if len(vectors) != len(inputs):
                 raise InvalidFingerprint(
@@ -125,7 +129,7 @@ class FingerprintPipeline:
             items=len(items), encode_ms=(encoded_at - started) * 1e3, embedder_ms=embedder_ms,
             validate_ms=(done - t0) * 1e3, total_ms=(done - started) * 1e3,
         )
-        return fingerprints, inputs
+        return fingerprints, triples
 
 
 def build_pipeline(settings: Any) -> FingerprintPipeline:
@@ -142,9 +146,9 @@ def build_pipeline(settings: Any) -> FingerprintPipeline:
     return FingerprintPipeline(backbone)
 
 
-def _run(embedder: Embedder, inputs: list[MemoryInput]) -> list:
+def _run(embedder: Embedder, inputs: list[MemoryInput], method: Callable[[list[MemoryInput]], Any]) -> Any:
     try:
-        return list(embedder.embed_batch(inputs))
+        return method(inputs)
     except ContextGraphError:
         raise
     except Exception as exc:  # a bug or a bad model: name the space, keep the cause for the log
