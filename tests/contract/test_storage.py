@@ -1,6 +1,6 @@
 """The storage contract: what every backend of storage.base.MemoryStore must do, whatever it runs on. Each test is
-parametrised over the backends (ids end in [lmdb] today; the PostgreSQL backend adds [postgres] and must pass
-the same suite). Only the protocol's methods are used here, never a backend's own."""
+parametrised over the backends (ids end in [lmdb] and [postgres]: the PostgreSQL backend passes the same suite
+against a real server). Only the protocol's methods are used here, never a backend's own."""
 
 from __future__ import annotations
 
@@ -12,23 +12,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from contextgraph.errors import InvalidFingerprint, StorageError
+from contextgraph.errors import DimensionMismatch, InvalidFingerprint, StorageError
 from contextgraph.storage.base import Edge, GraphTxn, MemoryStore, OplogEntry
 from contextgraph.storage.codec import encode_fingerprint
 from contextgraph.storage.lmdb_store import LmdbStore
+from contextgraph.storage.postgres.store import PgStore
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration" / "storage"))
 from storage_fakes import fingerprint, record, same_fingerprint
 
-# backend name → opens a fresh, empty store under a directory it may use
-BACKENDS: dict[str, Callable[[Path], MemoryStore]] = {
-    "lmdb": lambda directory: LmdbStore(directory / "store"),
+# backend name → opens a fresh, empty store under a directory it may use (postgres: in a new database on the
+# session's embedded server, tests/conftest.py)
+BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], MemoryStore]] = {
+    "lmdb": lambda directory, request: LmdbStore(directory / "store"),
+    "postgres": lambda directory, request: PgStore(request.getfixturevalue("postgres_url")),
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def store(request, tmp_path) -> Iterator[MemoryStore]:
-    opened = BACKENDS[request.param](tmp_path)
+    opened = BACKENDS[request.param](tmp_path, request)
     try:
         yield opened
     finally:
@@ -187,3 +190,27 @@ def test_a_failure_midway_leaves_the_before_state(store, rng):
         store.graph_write(half_done)
     after = (store.count(), store.last_seq(), store.graph_read(lambda g: g.edge_count()), store.get(a.id))
     assert after == before and store.get(b.id) == b and store.check() == []
+
+
+def test_rewrite_spaces_replaces_only_those_spaces_in_one_transaction(store, rng):
+    """E8's refresh rewrites one space of stored fingerprints: the others, the record and the seq stay; the oplog
+    names the memory and the space so every process's indexes re-index it; a bad vector anywhere in the batch
+    changes nothing (the refresh never leaves half a batch, or a torn fingerprint, behind)."""
+    a, fp_a = put(store, rng)
+    b, fp_b = put(store, rng)
+    new8 = rng.standard_normal(fp_a[8].shape).astype(np.float32)
+    assert store.rewrite_spaces({a.id: {8: new8}, "0" * 32: {8: new8}}) == [a.id]  # a missing id is skipped
+    got = store.fingerprints([a.seq])[0]
+    assert got is not None and np.array_equal(got[8], new8)
+    assert same_fingerprint({**fp_a, 8: new8}, got)
+    assert store.get(a.id) == a and store.count() == 2
+    entry = store.oplog_since(b.seq)[-1]
+    assert (entry.op, entry.memory_id, entry.memory_seq, entry.spaces) == ("rewrite", a.id, a.seq, (8,))
+
+    before = (store.last_seq(), store.fingerprints([a.seq, b.seq]))
+    with pytest.raises(DimensionMismatch):  # b's vector has the wrong size: a's good one must not land either
+        store.rewrite_spaces({a.id: {8: np.zeros_like(new8)}, b.id: {8: np.zeros(3, dtype=np.float32)}})
+    after = (store.last_seq(), store.fingerprints([a.seq, b.seq]))
+    assert after[0] == before[0]
+    assert all(same_fingerprint(x, y, multivector_f16=False) for x, y in zip(before[1], after[1]))  # type: ignore[arg-type]
+    assert same_fingerprint(fp_b, after[1][1]) and store.check() == []
