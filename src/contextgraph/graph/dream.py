@@ -12,10 +12,10 @@ do not co-activate slowly decays (never below the floor).
 
 REM — walks in a Poincaré ball. E1 vectors are projected to `dims` dimensions (PCA of the sample) and mapped
 into the ball of curvature −1 by the exponential map at the origin. A walker starts at a memory and takes
-steps of hyperbolic length `step` (Möbius addition of the exponential map of the step): each step's direction
-mixes a pull towards the memories, weighted by softmax(−d(x, mᵢ)/T) over the hyperbolic distances, with a
-random direction (T the temperature: hot walks wander, cold ones fall into the nearest memory). The memory
-nearest to the walker is visited at each step. Visited pairs far apart semantically (1 − cos ≥ min_distance)
+steps of hyperbolic length `step` (the exponential map at its position) towards a target memory drawn with
+probability softmax(−d(x, mᵢ)/T) over the hyperbolic distances (T the temperature: hot walks jump far, cold
+ones stay near), jittered by a random direction; on arrival it draws the next. The memory nearest to the walker
+is visited at each step. Visited pairs far apart semantically (1 − cos ≥ min_distance)
 that share a causal neighbour and are not linked are blind spots: the dream links them.
 
 Amortized shortcuts. Every traversal of a graph path (find_causal_path, get_neighborhood, a dream walk)
@@ -128,34 +128,48 @@ def exp_map(x: np.ndarray, v: np.ndarray, curvature: float = -1.0) -> np.ndarray
 
 
 def walk(points: np.ndarray, start: int, rng: np.random.Generator, *, step: float, max_steps: int,
-         temperature: float, curvature: float = -1.0, stop: Callable[[], bool] | None = None) -> list[int]:
-    """The memories a walker visits from points[start] (consecutive repeats collapsed). Each step has hyperbolic
-    length `step`: the direction is the softmax(−d/T)-weighted mean of the directions to the points (in
-    Euclidean approximation at x), plus a random unit direction of the same length."""
+         temperature: float, curvature: float = -1.0, stop: Callable[[], bool] | None = None,
+         noise: float = 0.3) -> list[int]:
+    """The memories a walker visits from points[start] (consecutive repeats collapsed). The walker heads for a
+    target memory drawn with probability ∝ exp(−d(x, mᵢ)/T) among the others (T the temperature: hot walks
+    jump far, cold ones stay near), along the geodesic (the direction of −x ⊕ m, the log map's) jittered by a
+    random direction of relative size `noise`, in steps of hyperbolic length `step`; on arrival it draws the
+    next target. At each step the memory nearest to it is visited."""
+    n = len(points)
     x = points[start].copy()
     visited = [start]
+    if n < 2:
+        return visited
     dims = points.shape[1]
+
+    def draw(exclude: int) -> int:
+        d = distance(x, points, curvature)
+        logits = -d / max(temperature, _EPS)
+        logits[exclude] = -np.inf
+        p = np.exp(logits - logits[np.isfinite(logits)].max())
+        return int(rng.choice(n, p=p / p.sum()))
+
+    target = draw(start)
     for _ in range(max_steps):
         if stop is not None and stop():
             break
-        d = distance(x, points, curvature)
-        logits = -d / max(temperature, _EPS)
-        p = np.exp(logits - logits.max())
-        p /= p.sum()
-        pull = (p[:, None] * (points - x)).sum(axis=0)
-        noise = rng.normal(size=dims)
-        noise /= max(_EPS, float(np.linalg.norm(noise)))
-        pn = float(np.linalg.norm(pull))
-        direction = (pull / pn if pn > _EPS else 0.0) + noise
+        heading = mobius_add(-x, points[target], curvature)
+        hn = float(np.linalg.norm(heading))
+        jitter = rng.normal(size=dims)
+        jitter *= noise / max(_EPS, float(np.linalg.norm(jitter)))
+        direction = (heading / hn if hn > _EPS else 0.0) + jitter
         dn = float(np.linalg.norm(direction))
         if dn < _EPS:
             continue
         # a tangent vector of Riemannian length `step` at x (‖v‖_x = λₓ‖v‖)
         lam = 2.0 / max(_EPS, 1.0 - abs(curvature) * float(x @ x))
         x = exp_map(x, direction / dn * (step / lam), curvature)
-        nearest = int(np.argmin(distance(x, points, curvature)))
+        distances = distance(x, points, curvature)
+        nearest = int(np.argmin(distances))
         if nearest != visited[-1]:
             visited.append(nearest)
+        if distances[target] <= step:
+            target = draw(target)
     return visited
 
 

@@ -87,6 +87,8 @@ class CognitiveState:
         # what the engine asked of other subsystems (a dream, an acetylcholine rise), and whether one acted on it
         self.requests: deque[dict[str, Any]] = deque(maxlen=int(constitution["gwt"]["workspace"]["event_history"]))
         self.request_listeners: list[Callable[[dict[str, Any]], None]] = []
+        # the dream engine's state (Awake, NREM, REM, Waking; services.dream attaches it)
+        self.consolidation_phase: Callable[[], str] = lambda: "Awake (no dream engine attached)"
         self.memory_count = 0
         self.operations = 0
         self.workspace_empty_since: float | None = clock()
@@ -339,7 +341,7 @@ def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
         "operations": s["operations"],
         "per_space": {sp.name: {"delta_s": round(ds, p), "delta_c": round(dc, p)}
                       for sp, ds, dc in zip(SPACES, s["delta_s"], s["delta_c"])},
-        "consolidation_phase": "none (dream consolidation is not built yet)",
+        "consolidation_phase": cognition.consolidation_phase(),
         "method": "entropy and coherence are EWMAs of the per-space ΔS and ΔC of recent memory operations; the "
                   "learning score is the EWMA of each operation's own L = sigmoid(2·ΣτλSΔS·ΣτλCΔC·wₑ·cos φ), φ the "
                   "memory's binding phase spread (SPEC D19); before any such operation, that formula on the "

@@ -21,6 +21,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -34,6 +35,7 @@ from contextgraph.services import dream_phases as phases
 from contextgraph.services.activity import ActivityMonitor
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.shortcuts import ShortcutTracker
+from contextgraph.services.shortcuts import describe as describe_shortcuts
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.workspace import WorkspaceService
 
@@ -85,6 +87,13 @@ class DreamService:
     def dreaming(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    def phase_description(self) -> str:
+        """What get_memetic_status and utl_status report as the consolidation phase."""
+        if not self.dreaming:
+            return "Awake" if not self.reports else f"Awake (last dream ended {_ago(self.last_dream_end)})"
+        progress = self.status()["phase_progress"]
+        return f"{self.state} ({progress:.0%} of the phase)"
+
     def status(self) -> dict[str, Any]:
         self.ensure_monitor()
         progress = 0.0
@@ -107,6 +116,16 @@ class DreamService:
             "replay_queue_length": len(self.workspace.replay_queue),
             "gpu": "none: dreams run on the CPU, in worker threads",
         }
+
+    async def shortcut_candidates(self, min_confidence: float, limit: int) -> dict[str, Any]:
+        store = (await self.storage.ready()).store
+        return await anyio.to_thread.run_sync(
+            store.graph_read, lambda g: describe_shortcuts(g, self.shortcuts, min_confidence, limit))
+
+    def record_traversal(self, path: list[str], source: str) -> None:
+        """A tool walked this graph path (find_causal_path, get_neighborhood): count it for shortcuts."""
+        if self.shortcuts.record(path, source):
+            self.dirty = True
 
     # -- control -------------------------------------------------------------------------------------------
     async def trigger(self, phase: str, force: bool, reason: str = "trigger_dream") -> dict[str, Any]:
@@ -142,6 +161,11 @@ class DreamService:
         return {"aborted": True, "state": self.state, "wake_latency_ms": round(waited_ms, 3),
                 "within_budget": waited_ms < 100.0, "partial_report": _public(report)}
 
+    async def until_awake(self) -> None:
+        """Wait for the running dream (if any) to end by itself or be woken."""
+        if self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+
     def request_wake(self, reason: str) -> None:
         if not self.dreaming or self._stop.is_set():
             return
@@ -172,6 +196,8 @@ class DreamService:
                         "started_at": time.time(), "phases_run": [], "cues_replayed": 0, "edges_strengthened": 0,
                         "edges_weakened": 0, "walks": 0, "blind_spot_edges": [], "shortcut_edges": [],
                         "transactions": 0, "replay_queue_drained": 0, "aborted": False}
+        self.state = PHASES[phase][0]  # dreaming from now on: the task starts with this phase
+        self.phase_started, self.phase_seconds = time.monotonic(), self._seconds(self.state)
         self._task = asyncio.create_task(self._run(PHASES[phase]))
 
     def _seconds(self, phase: str) -> float:
@@ -233,7 +259,9 @@ class DreamService:
             if self._stop.is_set():
                 return
             if updates:
-                up, down = await self.storage.writer.submit(phases.commit_replay, store, updates, self.rule)
+                up, down, touched = await self.storage.writer.submit(phases.commit_replay, store, updates,
+                                                                     self.rule)
+                self._edges_changed(touched)
                 report["transactions"] += 1
                 report["edges_strengthened"] += up
                 report["edges_weakened"] += down
@@ -252,6 +280,7 @@ class DreamService:
             if made:
                 report["transactions"] += 1
                 report["shortcut_edges"].extend(made)
+                self._edges_changed(x for e in made if e.get("created") for x in (e["source"], e["target"]))
             result = await anyio.to_thread.run_sync(phases.rem_walk, store, ball, self._rng, self.rem,
                                                     self._stop.is_set)
             report["walks"] += 1
@@ -264,8 +293,15 @@ class DreamService:
                                                           self.rem)
                 report["transactions"] += 1
                 report["blind_spot_edges"].extend(linked)
+                self._edges_changed(x for e in linked for x in (e["source"], e["target"]))
             if await self._pause(min(interval, deadline - time.monotonic())):
                 return
+
+    def _edges_changed(self, memory_ids: Iterable[str]) -> None:
+        """Their E8 (graph space) mixes their neighbours by edge weight: queue its refresh (services.e8_refresh)."""
+        ids = list(memory_ids)
+        if ids:
+            self.storage.refresh_e8(ids)
 
     # -- automatic triggers ----------------------------------------------------------------------------------
     def ensure_monitor(self) -> None:
@@ -347,3 +383,7 @@ def _public(report: dict[str, Any] | None) -> dict[str, Any] | None:
         out[key + "_count"] = len(items)
         out[key] = items[-10:]
     return out
+
+
+def _ago(at: float | None) -> str:
+    return "never" if at is None else f"{max(0.0, time.time() - at):.0f} s ago"

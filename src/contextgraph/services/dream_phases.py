@@ -23,7 +23,8 @@ from contextgraph.services.shortcuts import ShortcutTracker
 from contextgraph.storage.base import Edge, GraphTxn, MemoryStore
 
 SEMANTIC = 1
-TANGENT_SCALE = 2.0  # projected E1 (norms ≤ 1) ×2 before exp₀: norms up to tanh(2) ≈ 0.96, room near the rim
+# projected E1 (norms ≤ 1) straight into exp₀: norms up to tanh(1) ≈ 0.76, so 100 steps of 0.1 cross a few memories
+TANGENT_SCALE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +94,13 @@ def plan_replay(store: MemoryStore, cues: list[str], max_neighbours: int) -> lis
     return list(updates.values())
 
 
-def commit_replay(store: MemoryStore, updates: list[EdgeUpdate], rule: Hebbian) -> tuple[int, int]:
-    """Apply the Hebbian rule to each edge as it is now, in one transaction; (strengthened, weakened)."""
+def commit_replay(store: MemoryStore, updates: list[EdgeUpdate], rule: Hebbian) -> tuple[int, int, set[str]]:
+    """Apply the Hebbian rule to each edge as it is now, in one transaction; (strengthened, weakened, the
+    memories whose edges changed)."""
 
-    def write(g: GraphTxn) -> tuple[int, int]:
+    def write(g: GraphTxn) -> tuple[int, int, set[str]]:
         up = down = 0
+        touched: set[str] = set()
         for u in updates:
             edge = g.get_edge(u.source, u.target, u.type)
             if edge is None:
@@ -108,7 +111,8 @@ def commit_replay(store: MemoryStore, updates: list[EdgeUpdate], rule: Hebbian) 
                 continue
             up, down = (up + 1, down) if new > edge.weight else (up, down + 1)
             g.put_edge(dataclasses.replace(edge, weight=new))
-        return up, down
+            touched.update((edge.source, edge.target))
+        return up, down, touched
 
     return store.graph_write(write)
 
@@ -156,7 +160,8 @@ def rem_walk(store: MemoryStore, ball: Ball, rng: np.random.Generator, rem: dict
         linked: dict[str, set[str]] = {}
         for node in dict.fromkeys(visited):
             edges = g.edges(node)
-            linked[node] = {e.other(node) for e in edges}
+            # a Temporal edge only says the two were stored one after the other: not an association
+            linked[node] = {e.other(node) for e in edges if e.type != "Temporal"}
             causal[node] = {e.other(node) for e in edges if e.type == "Causal"}
         return causal, linked
 
@@ -189,7 +194,8 @@ def commit_blind_spots(store: MemoryStore, spots: list[tuple[str, str, str]], re
     def write(g: GraphTxn) -> list[dict]:
         made = []
         for a, b, via in spots:
-            if g.get(a) is None or g.get(b) is None or any(e.other(a) == b for e in g.edges(a)):
+            if g.get(a) is None or g.get(b) is None or any(e.other(a) == b and e.type != "Temporal"
+                                                            for e in g.edges(a)):
                 continue
             g.put_edge(Edge(a, b, "Relational", weight=float(rem["new_edge_weight"]),
                             confidence=float(rem["new_edge_confidence"]), direction="undirected",

@@ -40,6 +40,7 @@ def edge_view(edge: Edge, seen_from: str) -> dict[str, Any]:
         "domain": edge.domain,
         "amortized_shortcut": edge.amortized_shortcut,
         "steering_reward": edge.steering_reward,
+        **({"provenance": edge.provenance} if edge.provenance else {}),
     }
 
 
