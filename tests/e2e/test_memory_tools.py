@@ -68,7 +68,8 @@ async def test_search_options(client):
               ).structured_content
     assert set(detail["stages_ms"]) >= {"embed_query", "s1_sparse_prefilter", "s2_dense_ann", "s3_rrf_fusion",
                                         "s4_alignment_filter", "s5_maxsim_rerank"}
-    assert detail["stage4"].startswith("inactive")
+    assert detail["stage4"] == {"active": False, "reason": detail["stage4"]["reason"]} and "north star" in \
+        detail["stage4"]["reason"]
     assert len(detail["results"][0]["space_ranks"]) == 13
     info = await refusal(client, "search_graph", {"query": "x", "topK": 101})
     assert info.code == -32602 and info.data["max"] == 100

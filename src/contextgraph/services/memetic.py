@@ -18,6 +18,7 @@ from contextgraph.services.atc import GENERAL, domain_of
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.perception import Perception
 from contextgraph.services.store_handle import StoreHandle
+from contextgraph.services.teleology import DOCUMENT as TELEOLOGY_DOCUMENT
 from contextgraph.services.workspace import WorkspaceService
 from contextgraph.storage.base import GraphTxn
 from contextgraph.utl.johari import classify
@@ -74,7 +75,7 @@ async def memetic_status(storage: StoreHandle, perception: Perception, cognition
             "perception": {"status": perception.model_status(), "spaces": 13},
             "memory": {"status": "active" if count else "empty", "memories": count, "edges": edges},
             "reasoning": {"status": "active" if count else "empty",
-                          "retrieval_stages": "S1, S2, S3, S5 (S4 waits for a north star)",
+                          "retrieval_stages": _stages(storage),
                           "competitions": status["counts"]["competitions"],
                           "kuramoto_r": round(cognition.network.read().r, p)},
             "meta": {"status": "active" if s["operations"] else "idle", "meta_accuracy": round(s["meta_accuracy"], p),
@@ -103,3 +104,11 @@ def _suggest(duplicates: list, orphans: list, conflicts: list) -> list[str]:
     if conflicts:
         out.append("critique_context: memories competing for the workspace")
     return out
+
+
+def _stages(storage: StoreHandle) -> str:
+    """Which retrieval stages run: stage 4 once a north star exists (services.teleology's document)."""
+    star = (storage.store.get_document(TELEOLOGY_DOCUMENT) or {}).get("star")
+    if star:
+        return f"S1, S2, S3, S4 (alignment to north star {star['id']}), S5"
+    return "S1, S2, S3, S5 (S4 waits for a north star: auto_bootstrap_north_star)"

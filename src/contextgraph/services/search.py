@@ -6,7 +6,9 @@
         query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
         without E1's duplicate votes (E8/E10 where they rank like E1, SPEC D15), plus score-level fusion of the
         normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
-    S4  purpose-alignment filter — inactive until a north star exists (autonomous issue), and says so
+    S4  purpose-alignment filter: once a north star exists (auto_bootstrap_north_star), candidates whose alignment
+        to it (services.teleology.StarView) is below the threshold are dropped; a query can opt out. Without a
+        star nothing is computed and the ranking is exactly S3 → S5
     S5  E12 MaxSim rerank of the fused head
 
 E6 and E13 are BM25-scored by their indexes (SPEC D21) with the settings' k1/b. Every number here is a
@@ -28,6 +30,7 @@ import numpy as np
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.gwt.binding import context_agreements
 from contextgraph.retrieval.fusion import fuse, ranks, rerank
+from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sharpen, widened
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
 from contextgraph.storage.base import MemoryRecord
@@ -86,6 +89,7 @@ class Found:
     space_ranks: dict[int, int] = field(default_factory=dict)
     # per-space agreement with the query in [0, 1] (E1..E13): what the workspace binds on (gwt.binding)
     agreements: tuple[float, ...] = ()
+    alignment: float | None = None  # to the north star (None: no star, or stage 4 turned off)
 
 
 @dataclass
@@ -93,18 +97,24 @@ class Retrieval:
     found: list[Found]
     candidates: int
     stages_ms: dict[str, float]
-    stage4: str
+    stage4: dict[str, Any]  # {active, threshold, dropped, dropped_ids} or {active: false, reason}
     # per space, the query's similarities to a sample of stored memories: what a memory's agreement with the
     # query (binding) is measured against, here and by trigger_workspace_broadcast later
     reference: dict[int, np.ndarray] = field(default_factory=dict)
+    # the RRF weights and k this query was fused with (after the query kind and the neuromodulators)
+    weights: dict[int, float] = field(default_factory=dict)
+    rrf_k: float = 0.0
 
 
 class Retriever:
     """Stateless over its collaborators: `indexes` (per-space search), `store` (records and fingerprints) and
-    the embedders (each space's similarity)."""
+    the embedders (each space's similarity). `modulation`: what the neuromodulators do to this retrieval
+    (retrieval.modulation; neutral unless the caller sets it)."""
+
+    modulation: Modulation = NEUTRAL
 
     def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings,
-                 reference: Sequence[Fingerprint] = ()) -> None:
+                 reference: Sequence[Fingerprint] = (), purpose: Any = None) -> None:
         """`reference`: a uniform sample of stored fingerprints (services.delta_sc: the store model's), what
         the found memories' agreement with the query is normalised against (SPEC §9 binding)."""
         self.store = store
@@ -112,6 +122,7 @@ class Retriever:
         self.embedders = {e.space: e for e in embedders}
         self.settings = settings
         self.reference = tuple(reference)
+        self.purpose = purpose  # the north star's StarView (services.teleology), or None: stage 4 inactive
 
     def run(
         self,
@@ -123,29 +134,32 @@ class Retriever:
         exclude: frozenset[int] = frozenset(),
         causal_direction: str = "both",
         query_text: str | None = None,
+        stage4: bool = True,
     ) -> Retrieval:
         s = self.settings
         timings: dict[str, float] = {}
         lap = _stage_timer(timings)
 
-        # S1 + S2: candidate generation.
+        # S1 + S2: candidate generation (noradrenaline's temperature widens or narrows the pools).
+        temperature = self.modulation.temperature
         candidates: dict[int, None] = {}
         for space in (SPLADE, SPARSE):
-            for seq, _ in self.indexes.search(space, query[space], s.sparse_candidates, s.sparse_max_df,
-                                              **s.bm25.get(space, {})):
+            for seq, _ in self.indexes.search(space, query[space], widened(s.sparse_candidates, temperature),
+                                              s.sparse_max_df, **s.bm25.get(space, {})):
                 candidates.setdefault(seq)
         lap("s1_sparse_prefilter")
-        for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], s.dense_candidates):
+        for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], widened(s.dense_candidates, temperature)):
             candidates.setdefault(seq)
         lap("s2_dense_ann")
         seqs = [seq for seq in candidates if seq not in exclude]
         if not seqs:
-            return Retrieval([], 0, timings, _STAGE4_INACTIVE)
+            return Retrieval([], 0, timings, self._stage4_idle(stage4))
         read_started = time.perf_counter()
         fingerprints = self.store.fingerprints(seqs)
         read_ms = (time.perf_counter() - read_started) * 1000  # S3's first part: reading the candidates
         return self.rank(query, seqs, fingerprints, top_k, min_similarity=min_similarity, modality=modality,
-                         causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text)
+                         causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text,
+                         stage4=stage4)
 
     def rank(
         self,
@@ -160,6 +174,7 @@ class Retriever:
         timings: dict[str, float] | None = None,
         read_ms: float = 0.0,
         query_text: str | None = None,
+        stage4: bool = True,
     ) -> Retrieval:
         """Stages 3-5 over candidates already chosen and read (None: deleted since): the whole pipeline after
         candidate generation. inject_context calls it directly with the neighbourhood its UTL computation has
@@ -178,22 +193,32 @@ class Retriever:
         seqs = [seq for seq, _ in pairs]
         docs: list[Fingerprint] = [fp for _, fp in pairs]
         if not seqs:
-            return Retrieval([], 0, timings, _STAGE4_INACTIVE)
+            return Retrieval([], 0, timings, self._stage4_idle(stage4))
         scores = self.space_scores(query, docs, causal_direction)
-        weights = s.weights_for(query_text)
+        mod = self.modulation  # serotonin: the space weights; noradrenaline: k (identity at the baselines)
+        weights = reweight(s.weights_for(query_text), mod.weight_exponent)
+        rrf_k = s.rrf_k * mod.temperature
         space_ranks = {space: ranks(values) for space, values in scores.items()}
-        fused = fuse(scores, weights, s.rrf_k, s.score_weights, space_ranks)
+        fused = fuse(scores, weights, rrf_k, s.score_weights, space_ranks)
         lap("s3_rrf_fusion")
         timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
+        # S4: drop what does not serve the north star (dropped candidates sort last and are never chosen, which
+        # ranks the kept ones exactly as filtering them out before S5 would)
+        alignments, keep, stage4_report = self._stage4(docs, seqs, fused, stage4)
+        if keep is not None:
+            fused = np.where(keep, fused, -np.inf)
         lap("s4_alignment_filter")
 
         # S5: MaxSim rerank of the fused head.
-        reranked, final = rerank(fused, scores[LATE], max(s.rerank_head, top_k), s.rerank_weight)
+        reranked, final = rerank(fused, scores[LATE], max(widened(s.rerank_head, mod.temperature), top_k),
+                                 s.rerank_weight)
+        final = sharpen(final, mod.score_exponent)  # dopamine: monotone, so the order stays
         final_by_index = dict(zip(reranked.tolist(), final.tolist()))
         lap("s5_maxsim_rerank")
 
         found: list[Found] = []
-        chosen = [i for i in reranked.tolist() if scores[SEMANTIC][i] >= min_similarity][:top_k]
+        chosen = [i for i in reranked.tolist()
+                  if scores[SEMANTIC][i] >= min_similarity and (keep is None or keep[i])][:top_k]
         records = self.store.get_by_seq([seqs[i] for i in chosen])
         references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
         agreements = context_agreements(context_similarities(self.embedders, query, [docs[i] for i in chosen]),
@@ -207,10 +232,36 @@ class Retriever:
                 similarity=round(float(scores[SEMANTIC][i]), 6),
                 space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
                 agreements=tuple(agreements[row].tolist()),
+                alignment=None if alignments is None else round(float(alignments[i]), 6),
             ))
         lap("fetch_records")
-        return Retrieval(found, len(seqs), timings, _STAGE4_INACTIVE,
-                         {space.id: references[:, column] for column, space in enumerate(SPACES)})
+        return Retrieval(found, len(seqs), timings, stage4_report,
+                         {space.id: references[:, column] for column, space in enumerate(SPACES)}, weights, rrf_k)
+
+    def _stage4_idle(self, wanted: bool) -> dict[str, Any]:
+        if self.purpose is None:
+            return dict(_STAGE4_INACTIVE)
+        if not wanted:
+            return {"active": False, "reason": _STAGE4_OPTED_OUT, "threshold": self.purpose.threshold}
+        return {"active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold, "dropped": 0,
+                "dropped_ids": []}
+
+    def _stage4(self, docs: list[Fingerprint], seqs: list[int], fused: np.ndarray,
+                wanted: bool) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
+        """(each candidate's alignment, the keep mask, the breakdown's report); (None, None, why not) when
+        inactive."""
+        if self.purpose is None:
+            return None, None, self._stage4_idle(wanted)
+        alignments = self.purpose.alignments(self.embedders, docs)  # the workspace ranks by them in any case
+        if not wanted:
+            return alignments, None, self._stage4_idle(wanted)
+        keep = alignments >= self.purpose.threshold
+        dropped = np.flatnonzero(~keep)
+        shown = dropped[np.argsort(-fused[dropped], kind="stable")][:_STAGE4_IDS_SHOWN]  # the best-fused first
+        records = self.store.get_by_seq([seqs[i] for i in shown]) if len(shown) else []
+        return alignments, keep, {
+            "active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold,
+            "dropped": len(dropped), "dropped_ids": [r.id for r in records if r is not None]}
 
     def space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
         scores: dict[int, np.ndarray] = {}
@@ -241,4 +292,7 @@ def _stage_timer(timings: dict[str, float]) -> Callable[[str], None]:
     return lap
 
 
-_STAGE4_INACTIVE = "inactive: no north star yet (auto_bootstrap_north_star arrives with the autonomous tools)"
+_STAGE4_INACTIVE = {"active": False,
+                    "reason": "no north star yet: auto_bootstrap_north_star derives one from the stored memories"}
+_STAGE4_OPTED_OUT = "turned off for this query (stage4=false)"
+_STAGE4_IDS_SHOWN = 50  # dropped_ids lists at most this many (the best-fused of the dropped)
