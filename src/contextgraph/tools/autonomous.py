@@ -37,13 +37,13 @@ async def get_alignment_drift(ctx: ToolContext, args: DriftArgs) -> dict[str, An
 
 
 class CorrectionArgs(Args):
-    force: bool = Field(False, description="Correct even when drift severity is low.")
+    force: bool = Field(False, description="Correct low drift too.")
     target_alignment: float | None = Field(None, ge=0.0, le=1.0,
-                                           description="Mean alignment of recent memories to reach (0-1).")
-    execute: bool = Field(False, description="Apply the correction; false (default) is a dry run.")
-    timeframe: Timeframe = Field("24h", description="Window of recent memories the correction looks at.")
+                                           description="Recent mean alignment to reach.")
+    execute: bool = Field(False, description="Apply; false is a dry run.")
+    timeframe: Timeframe = Field("24h", )
     revert_to: str | None = Field(None, min_length=1, max_length=64,
-                                  description="Put an earlier north star back (its id, from a correction's undo).")
+                                  description="Put this earlier star back.")
 
 
 async def trigger_drift_correction(ctx: ToolContext, args: CorrectionArgs) -> dict[str, Any]:
@@ -65,16 +65,15 @@ async def get_pruning_candidates(ctx: ToolContext, args: PruningArgs) -> dict[st
 
 class ConsolidationArgs(Args):
     max_memories: int = Field(int(_C["default_max_memories"]), ge=1, le=10000,
-                              description="Most memories examined (the newest).")
+                              description="Newest memories examined.")
     strategy: Literal["similarity", "temporal", "semantic"] = Field(
-        "similarity", description="similarity: E1 cosine; temporal: and written close in time; semantic: mean "
-                                  "over E1, E5, E7, E12.")
-    min_similarity: float = Field(0.85, ge=0.5, le=1.0, description="Least similarity of a pair to merge (0.5-1).")
+        "similarity", description="E1 cosine; temporal: also close in time; semantic: mean of E1/E5/E7/E12.")
+    min_similarity: float = Field(0.85, ge=0.5, le=1.0, )
     max_merges: int = Field(int(_C["max_merges_default"]), ge=1, le=int(_C["max_merges_max"]),
-                            description="Most merges in one call.")
-    execute: bool = Field(False, description="Merge the pairs; false (default) is a dry run that lists them.")
+)
+    execute: bool = Field(False, description="Merge; false is a dry run.")
     merge_strategy: Literal["keep_highest", "summarize", "concatenate"] = Field(
-        "keep_highest", description="How each pair's content is combined (as merge_concepts).")
+        "keep_highest")
 
 
 async def trigger_consolidation(ctx: ToolContext, args: ConsolidationArgs) -> dict[str, Any]:

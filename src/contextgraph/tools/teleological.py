@@ -22,27 +22,28 @@ ProfileId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z
 
 class SearchTeleologicalArgs(Args):
     query_content: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(
-        None, min_length=1, max_length=_V["query"]["max_length"], description="Text to embed and search with.")
-    query_vector_id: MemoryId | None = Field(None, description="Or: a stored memory whose purpose to search with.")
+        None, min_length=1, max_length=_V["query"]["max_length"], description="Text to search with.")
+    query_vector_id: MemoryId | None = Field(None, description="Or a stored memory's id.")
     strategy: Literal["cosine", "euclidean", "synergy_weighted", "group_hierarchical", "cross_correlation_dominant",
-                      "tucker_compressed", "adaptive"] = Field("adaptive", description="How purpose is compared.")
+                      "tucker_compressed", "adaptive"] = Field("adaptive")
     scope: Literal["full", "purpose_vector_only", "cross_correlations_only", "group_alignments_only"] = Field(
-        "full", description="Which teleological components are compared.")
-    specific_groups: list[Group] | None = Field(None, max_length=6, description="Compare only these groups' spaces.")
-    specific_embedder: int | None = Field(None, ge=0, le=12, description="Compare one space only (0 = E1 … 12 = E13).")
-    weight_purpose: float = Field(0.4, ge=0.0, le=1.0, description="Weight of purpose-vector similarity.")
-    weight_correlations: float = Field(0.35, ge=0.0, le=1.0, description="Weight of cross-correlation similarity.")
-    weight_groups: float = Field(0.15, ge=0.0, le=1.0, description="Weight of group-alignment similarity.")
-    min_similarity: float = Field(0.3, ge=0.0, le=1.0, description="Drop results below this similarity.")
-    max_results: int = Field(20, ge=1, le=1000, description="Most results to return.")
-    include_breakdown: bool = Field(True, description="Add each component's similarity to every result.")
+        "full")
+    specific_groups: list[Group] | None = Field(None, max_length=6, description="Only these groups' spaces.")
+    specific_embedder: int | None = Field(None, ge=0, le=12, description="One space only (0 = E1).")
+    weight_purpose: float = Field(0.4, ge=0.0, le=1.0)
+    weight_correlations: float = Field(0.35, ge=0.0, le=1.0)
+    weight_groups: float = Field(0.15, ge=0.0, le=1.0)
+    min_similarity: float = Field(0.3, ge=0.0, le=1.0)
+    max_results: int = Field(20, ge=1, le=1000)
+    include_breakdown: bool = Field(True, description="Each component's similarity per result.")
 
 
 async def search_teleological(ctx: ToolContext, args: SearchTeleologicalArgs) -> dict[str, Any]:
     return await ctx.services.purpose.search.search(
         query_content=args.query_content, query_vector_id=args.query_vector_id, strategy=args.strategy,
         scope=args.scope,
-        specific_groups=None if args.specific_groups is None else [str(g) for g in args.specific_groups], specific_embedder=args.specific_embedder,
+        specific_groups=None if args.specific_groups is None else [str(g) for g in args.specific_groups],
+        specific_embedder=args.specific_embedder,
         weights={"purpose": args.weight_purpose, "correlations": args.weight_correlations,
                  "groups": args.weight_groups},
         min_similarity=args.min_similarity, max_results=args.max_results, include_breakdown=args.include_breakdown)
@@ -51,13 +52,12 @@ async def search_teleological(ctx: ToolContext, args: SearchTeleologicalArgs) ->
 class ComputeVectorArgs(Args):
     content: Annotated[str, FREE_TEXT, NOT_BLANK] = Field(min_length=_V["content"]["min_length"],
                                                           max_length=_V["content"]["max_length"],
-                                                          description="Text to compute the teleological vector of "
-                                                                      "(embedded, not stored).")
-    profile_id: ProfileId | None = Field(None, description="Profile whose weights give the scalar alignment.")
-    compute_tucker: bool = Field(False, description="Add a Tucker/HOSVD of the content's neighbourhood.")
+                                                          description="Text (embedded, not stored).")
+    profile_id: ProfileId | None = Field(None, description="Profile weighting the alignment.")
+    compute_tucker: bool = Field(False, description="Add a HOSVD of its neighbourhood.")
     tucker_ranks: Annotated[list[Annotated[int, Field(ge=1, le=128)]], Field(min_length=3, max_length=3)] = Field(
-        [4, 4, 16], description="Tucker ranks [memories, spaces, features], each 1-128.")
-    include_per_embedder: bool = Field(False, description="Include the raw per-space vectors (large).")
+        [4, 4, 16], description="[memories, spaces, features].")
+    include_per_embedder: bool = Field(False, description="Raw per-space vectors (large).")
 
 
 async def compute_teleological_vector(ctx: ToolContext, args: ComputeVectorArgs) -> dict[str, Any]:
@@ -68,12 +68,11 @@ async def compute_teleological_vector(ctx: ToolContext, args: ComputeVectorArgs)
 class FuseArgs(Args):
     memory_id: MemoryId = Field(description="The memory whose embeddings to fuse.")
     fusion_method: Literal["linear", "attention", "gated", "hierarchical"] = Field(
-        "hierarchical", description="linear: the weights; hierarchical: group priorities × weights; attention / "
-                                    "gated: by the memory's alignment to the north star.")
-    profile_id: ProfileId | None = Field(None, description="Profile whose weights and group priorities to use.")
-    custom_weights: Weights13 | None = Field(None, description="Per-space weights E1..E13 (13 values in [0, 1]).")
-    apply_synergy: bool = Field(True, description="Reweight spaces by the learned synergy matrix.")
-    store_result: bool = Field(True, description="Keep the fused vector in the store.")
+        "hierarchical", description="attention/gated weigh by alignment to the north star.")
+    profile_id: ProfileId | None = Field(None, description="Profile to fuse by.")
+    custom_weights: Weights13 | None = Field(None, description="E1..E13 weights.")
+    apply_synergy: bool = Field(True, description="Reweight by the synergy matrix.")
+    store_result: bool = Field(True, description="Keep the vector.")
 
 
 async def fuse_embeddings(ctx: ToolContext, args: FuseArgs) -> dict[str, Any]:
@@ -82,13 +81,13 @@ async def fuse_embeddings(ctx: ToolContext, args: FuseArgs) -> dict[str, Any]:
 
 
 class SynergyArgs(Args):
-    query_vector_id: MemoryId = Field(description="The query side: a stored memory's id.")
-    result_vector_id: MemoryId = Field(description="The retrieved memory's id.")
-    feedback: Literal["relevant", "not_relevant", "partially_relevant"] = Field(description="Was it relevant?")
-    relevance_score: float | None = Field(None, ge=0.0, le=1.0, description="Fine-grained relevance in [0, 1].")
-    learning_rate: float = Field(0.01, ge=0.001, le=0.5, description="Step size of the update (0.001-0.5).")
+    query_vector_id: MemoryId = Field(description="Query memory id.")
+    result_vector_id: MemoryId = Field(description="Result memory id.")
+    feedback: Literal["relevant", "not_relevant", "partially_relevant"] = Field()
+    relevance_score: float | None = Field(None, ge=0.0, le=1.0, description="Overrides feedback.")
+    learning_rate: float = Field(0.01, ge=0.001, le=0.5, )
     update_scope: Literal["all_pairs", "high_synergy_only", "contributing_pairs"] = Field(
-        "contributing_pairs", description="Which space pairs learn from this feedback.")
+        "contributing_pairs")
 
 
 async def update_synergy_matrix(ctx: ToolContext, args: SynergyArgs) -> dict[str, Any]:
@@ -108,16 +107,15 @@ class GroupPriorities(BaseModel):
 
 
 class ProfileArgs(Args):
-    action: Literal["create", "read", "update", "delete", "list"] = Field(description="What to do.")
-    profile_id: ProfileId | None = Field(None, description="Profile id (required for read/update/delete).")
-    name: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(None, min_length=1, max_length=128,
-                                                              description="Human-readable name.")
+    action: Literal["create", "read", "update", "delete", "list"]
+    profile_id: ProfileId | None = Field(None, description="Needed for read/update/delete.")
+    name: Annotated[str | None, FREE_TEXT, NOT_BLANK] = Field(None, min_length=1, max_length=128)
     task_type: Literal["code_implementation", "research", "creative", "analysis", "debugging", "documentation",
-                       "custom"] | None = Field(None, description="Preset weights when embedder_weights is not given.")
-    embedder_weights: Weights13 | None = Field(None, description="Per-space weights E1..E13 (13 values in [0, 1]).")
-    group_priorities: GroupPriorities | None = Field(None, description="Priority per group, each in [0, 1].")
+                       "custom"] | None = Field(None, description="Preset weights.")
+    embedder_weights: Weights13 | None = Field(None, description="E1..E13 weights.")
+    group_priorities: GroupPriorities | None = None
     fusion_strategy: Literal["linear", "attention", "gated", "hierarchical"] | None = Field(
-        None, description="Default fusion method of the profile.")
+        None)
 
 
 async def manage_teleological_profile(ctx: ToolContext, args: ProfileArgs) -> dict[str, Any]:
@@ -129,8 +127,8 @@ TOOLS = (
     ToolSpec(
         "search_teleological",
         "teleological",
-        "Search memories by purpose: compares purpose vectors (alignment to the north star in each of the 13 "
-        "spaces), their 78 cross-correlations and 6 group alignments. Needs a north star (auto_bootstrap_north_star).",
+        "Search memories by purpose: purpose vectors (alignment to the north star per space), their 78 "
+        "cross-correlations and 6 group alignments. Needs a north star.",
         SearchTeleologicalArgs,
         search_teleological,
         keywords=("purpose", "teleological", "search", "alignment", "north", "star", "correlation"),
