@@ -531,7 +531,11 @@ def grid_tune(default: RetrievalSettings, score: Callable[[RetrievalSettings], n
                      "tune": m, "objective": round(m["recall@10"] + m["mrr@10"], 4), "settings_obj": s})
     order = sorted(range(len(grid)), key=lambda i: (-grid[i]["objective"], i))
     ranked = [grid[i] for i in order]
-    default_obj = next(g["objective"] for g in grid if g["settings_obj"] == default)
+    # the constitution's settings may lie off the grid (rrf_k 2 since the corpora tuning): scored on their own then
+    default_obj = next((g["objective"] for g in grid if g["settings_obj"] == default), None)
+    if default_obj is None:
+        m = metrics(score(default))
+        default_obj = round(m["recall@10"] + m["mrr@10"], 4)
     print(f"   grid: {len(grid)} settings on the tune half; best {ranked[0]['knobs']} objective "
           f"{ranked[0]['objective']:.4f} (default {default_obj:.4f})")
     return ranked[0]["settings_obj"], ranked
