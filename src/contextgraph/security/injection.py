@@ -43,17 +43,23 @@ _HOMOGLYPHS = str.maketrans(CONFUSABLES)
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i",
                        "|": "l"})
 _WORD = re.compile(r"\w+")
-# Runs of ≥ 4 single letters separated by single spaces or dots ("i g n o r e", "i.g.n.o.r.e").
-_SPACED = re.compile(r"\b(?:[a-z][ .\-_]){3,}[a-z]\b", re.IGNORECASE)
+# Runs of ≥ 3 single letters separated by single spaces or dots ("i g n o r e", "i.g.n.o.r.e").
+_SPACED = re.compile(r"\b(?:[a-z][ .\-_]){2,}[a-z]\b", re.IGNORECASE)
 
 _PREVIOUS = (r"(?:all\s+|any\s+|the\s+|your\s+|my\s+|of\s+the\s+)*"
              r"(?:previous|prior|preceding|above|earlier|foregoing|former)")
 _ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|context|messages?|commands?|orders)"
+_DROP = r"(?:ignore|disregard|forget|skip|bypass|neglect|drop|discard|abandon|set\s+aside)"
 # name → (pattern, what it is); matched on the normalised, lower-cased text, so written in lower case.
 PATTERNS: dict[str, tuple[str, str]] = {
     "ignore_previous": (
-        rf"\b(?:ignore|disregard|forget|skip|bypass|neglect)\s+{_PREVIOUS}(?:\s+{_ORDERS}\b|\s*(?:[.,;:!?]|$|\s+and\b))"
-        rf"|\b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:you\s+(?:were|have\s+been)\s+told|{_ORDERS})\b",
+        rf"\b{_DROP}\s+{_PREVIOUS}(?:\s+{_ORDERS}\b|\s*(?:[.,;:!?]|$|\s+and\b))"
+        rf"|\b{_DROP}\s+(?:all|everything)\s+(?:you\s+(?:were|have\s+been)\s+(?:told|given)|{_ORDERS})\b"
+        # the order after the noun: "disregard the instructions above", "drop your rules so far"
+        rf"|\b{_DROP}\s+(?:all\s+|the\s+|your\s+|my\s+|these\s+|those\s+|any\s+)*{_ORDERS}\s+(?:above"
+        rf"|before(?=\s*(?:[.,;:!?]|$|and\b|this\b|now\b))|so\s+far"
+        rf"|given\s+(?:to\s+you\s+)?(?:before|earlier|above)|you\s+(?:were|have\s+been)\s+given)\b"
+        rf"|\bstop\s+following\s+(?:all\s+|the\s+|your\s+|any\s+)*{_ORDERS}\b",
         "asks the reader to drop the instructions it was given"),
     "disregard_system": (
         r"\b(?:disregard|ignore|forget|override|bypass)\s+(?:the\s+|your\s+|all\s+)*system(?:\s+(?:prompt|message|"
@@ -111,10 +117,42 @@ def normalise(text: str) -> Normalised:
     mapped = visible.translate(_HOMOGLYPHS)
     if mapped != visible:
         tricks.append("homoglyphs")
-    joined = _SPACED.sub(lambda m: re.sub(r"[ .\-_]", "", m.group(0)), mapped)
+    joined = _SPACED.sub(lambda m: segment(re.sub(r"[ .\-_]", "", m.group(0))), mapped)
     if joined != mapped:
         tricks.append("letter_spacing")
     return Normalised(joined, tuple(tricks))
+
+
+def _vocabulary() -> frozenset[str]:
+    """The words the patterns are written with (and a few short ones that join them): what a letter-spaced run
+    is split back into."""
+    source = re.sub(r"\\[a-zA-Z]", " ", " ".join(pattern for pattern, _ in PATTERNS.values()))  # \b, \s: not words
+    words = set(re.findall(r"[a-z]{2,}", source))
+    words |= {w[:-1] for w in words if w.endswith("s") and len(w) > 4}  # instructions? → instruction too
+    return frozenset(words | {"a", "i", "me", "and", "say", "do", "to", "it", "is", "please", "kindly", "just"})
+
+
+_VOCABULARY = _vocabulary()
+_LONGEST = max(map(len, _VOCABULARY))
+
+
+def segment(run: str) -> str:
+    """A letter-spaced run joined back ("i g n o r e p r e v i o u s" → "ignoreprevious") and split into the
+    patterns' words where it splits completely ("ignore previous"); the fewest words win (dynamic programming
+    over prefixes). A run that does not split stays one word: spaced letters in ordinary text are rare, and its
+    words are not guessed."""
+    low = run.lower()
+    best: list[list[str] | None] = [[]] + [None] * len(low)
+    for end in range(1, len(low) + 1):
+        for start in range(max(0, end - _LONGEST), end):
+            head = best[start]
+            if head is not None and low[start:end] in _VOCABULARY:
+                candidate = [*head, low[start:end]]
+                held = best[end]
+                if held is None or len(candidate) < len(held):
+                    best[end] = candidate
+    words = best[-1]
+    return " ".join(words) if words else run
 
 
 def _snippet(text: str, start: int, end: int, pad: int = 30) -> str:
