@@ -48,6 +48,14 @@ class Settings:
     # flight, and at most this many open (the longest idle one makes room for a new one).
     http_session_idle_seconds: float = field(default_factory=lambda: _transport("http_session_idle_seconds"))
     http_max_sessions: int = field(default_factory=lambda: _transport("http_max_sessions"))
+    # Automatic dreams (SPEC §10 triggers): CONTEXTGRAPH_AUTO_DREAM=1|0; unset, `serve` turns them on (constitution
+    # dream.auto.serve) and everything else (one-shot `contextgraph call`, tests) leaves them off.
+    auto_dream: bool | None = None
+
+    # Where the memories live (SPEC D18): None or lmdb:///PATH, the embedded LMDB store (in the data directory, or
+    # in PATH); postgresql://… (any libpq URI, passed verbatim; unix sockets as ?host=/dir), a shared PostgreSQL
+    # database with pgvector.
+    store_url: str | None = None
 
     @property
     def models_dir(self) -> Path:
@@ -57,9 +65,9 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """CONTEXTGRAPH_HOME, CONTEXTGRAPH_PROFILE, CONTEXTGRAPH_LOG_LEVEL, CONTEXTGRAPH_HOST, CONTEXTGRAPH_PORT,
         CONTEXTGRAPH_HTTP_PORT, CONTEXTGRAPH_TOKEN, CONTEXTGRAPH_SSE_HEARTBEAT, CONTEXTGRAPH_SSE_GRACE,
-        CONTEXTGRAPH_HTTP_SESSION_IDLE, CONTEXTGRAPH_HTTP_MAX_SESSIONS, CONTEXTGRAPH_ALLOWED_HOSTS,
-        CONTEXTGRAPH_ALLOWED_ORIGINS (comma lists) and the model settings; keyword
-        overrides (CLI flags) win when not None."""
+        CONTEXTGRAPH_HTTP_SESSION_IDLE, CONTEXTGRAPH_HTTP_MAX_SESSIONS, CONTEXTGRAPH_STORE_URL,
+        CONTEXTGRAPH_ALLOWED_HOSTS, CONTEXTGRAPH_ALLOWED_ORIGINS (comma lists), CONTEXTGRAPH_AUTO_DREAM and the
+        model settings; keyword overrides (CLI flags) win when not None."""
         env = os.environ if environ is None else environ
         server = constitution()["server"]
         transport = constitution()["transport"]
@@ -85,6 +93,9 @@ class Settings:
             http_max_sessions=_number(env, "CONTEXTGRAPH_HTTP_MAX_SESSIONS", int, transport["http_max_sessions"]),
             allowed_hosts=_words(env.get("CONTEXTGRAPH_ALLOWED_HOSTS")),
             allowed_origins=_words(env.get("CONTEXTGRAPH_ALLOWED_ORIGINS")),
+            store_url=env.get("CONTEXTGRAPH_STORE_URL") or None,
+            auto_dream=(env["CONTEXTGRAPH_AUTO_DREAM"].lower() in ("1", "true", "yes"))
+            if env.get("CONTEXTGRAPH_AUTO_DREAM") else None,
         )
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         settings.validate()
@@ -105,9 +116,28 @@ class Settings:
                 raise SettingsError(f"{name} must be between 0 and 65535, got {getattr(self, name)}")
         if self.sse_heartbeat_seconds <= 0 or self.sse_grace_seconds < 0:
             raise SettingsError("the SSE heartbeat must be positive and the reconnect grace not negative")
+        if self.store_url is not None:
+            store_location(self.store_url, self.home)  # raises SettingsError for a URL it cannot use
         if not 0 < self.http_session_idle_seconds < float("inf") or self.http_max_sessions < 1:
             raise SettingsError("the HTTP session idle time must be a positive number of seconds and the session "
                                 "limit at least 1")
+
+
+def store_location(url: str | None, home: Path) -> tuple[str, Path | str]:
+    """("lmdb", the data directory holding the store) or ("postgresql", the libpq URI verbatim) for a store URL;
+    None means LMDB in `home`. `lmdb:///srv/cg` is the absolute path /srv/cg."""
+    if not url:
+        return "lmdb", home
+    lowered = url.lower()
+    if lowered.startswith(("postgresql://", "postgres://")):
+        return "postgresql", url
+    if lowered.startswith("lmdb://"):
+        rest = url[len("lmdb://"):]
+        if not rest.startswith("/") or rest == "/":
+            raise SettingsError(f"store URL {url!r}: an LMDB store is lmdb:///absolute/path (three slashes)")
+        return "lmdb", Path(rest)
+    raise SettingsError(f"store URL {url.split('://')[0]!r}://…: not a store this version opens; use "
+                        "postgresql://user:password@host:port/database (any libpq URI) or lmdb:///path")
 
 
 def user_model_cache(env: Mapping[str, str]) -> Path:

@@ -1,10 +1,11 @@
 """The opened store of one data directory, behind one `await ready()`.
 
-Owns the LMDB store (source of truth), the per-space indexes (caches that catch up from the store's operation
-log before every search, so a second server process's writes are seen), the one writer thread, the fitted UTL
-models over the store's contents, and the cognitive engine's saved state (loaded with the store, saved beside
-it). Every service reaches storage through this handle and sees only the protocols of storage.base, never a
-backend class: the backend is chosen here, once.
+Owns the store (source of truth: LMDB in the data directory by default, or PostgreSQL for a postgresql:// store
+URL, SPEC D18), the per-space indexes (LMDB: caches that catch up from the store's operation log before every
+search, so a second server process's writes are seen; PostgreSQL: the database's own HNSW and postings), the
+one writer thread, the fitted UTL models over the store's contents, and the cognitive engine's saved state
+(loaded with the store, saved beside it). Every service reaches storage through this handle and sees only the
+protocols of storage.base, never a backend class: the backend is chosen here, once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from contextgraph.config import Settings
+from contextgraph.config import Settings, store_location
 from contextgraph.constitution import Constitution
 from contextgraph.errors import NodeNotFound
 from contextgraph.log import get_logger
@@ -41,6 +42,10 @@ class StoreHandle:
     def __init__(self, settings: Settings, constitution: Constitution, cognition: CognitiveState,
                  workspace: WorkspaceService, history: EngineHistory | None = None) -> None:
         self.home = Path(settings.home)
+        self.store_url = settings.store_url
+        self.backend, where = store_location(settings.store_url, self.home)
+        # LMDB: the directory holding store/ and indexes/ (the data directory unless lmdb:///path names another)
+        self.store_home = Path(where) if self.backend == "lmdb" else self.home
         self.constitution = constitution
         self.cognition = cognition
         self.workspace = workspace
@@ -68,8 +73,7 @@ class StoreHandle:
             if self._store is not None:
                 return
             self.home.mkdir(parents=True, exist_ok=True)
-            store = LmdbStore(self.home / STORE_DIR)
-            indexes = IndexSet.open(self.home / INDEX_DIR, store)
+            store, indexes = self._open_backend()
             self._writer = Writer()
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
@@ -82,6 +86,23 @@ class StoreHandle:
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
                 purged = store.graph_write(lambda g: purge_expired(g, now, window))
                 _log.info("expired tombstones purged", count=len(purged))
+
+    def _open_backend(self) -> tuple[MemoryStore, SearchIndexes]:
+        """The store and its search: LMDB with process-local indexes caught up from its log, or PostgreSQL,
+        whose indexes are in the database (imported only then: the LMDB default needs no psycopg)."""
+        if self.backend == "postgresql" and self.store_url:
+            from contextgraph.storage.postgres.search import PgIndexes
+            from contextgraph.storage.postgres.store import PgStore
+
+            pg = PgStore(self.store_url)
+            return pg, PgIndexes(pg)
+        self.store_home.mkdir(parents=True, exist_ok=True)
+        lmdb = LmdbStore(self.store_home / STORE_DIR)
+        try:
+            return lmdb, IndexSet.open(self.store_home / INDEX_DIR, lmdb)
+        except BaseException:
+            lmdb.close()
+            raise
 
     async def ready(self) -> StoreHandle:
         """open() off the event loop: what every async caller awaits before touching the store."""
@@ -114,7 +135,7 @@ class StoreHandle:
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 indexes.catch_up(store)
                 if indexes.applied_seq != self._saved_seq:
-                    indexes.save(self.home / INDEX_DIR)
+                    indexes.save(self.store_home / INDEX_DIR)
             finally:
                 store.close()
                 self._store = None
