@@ -82,6 +82,16 @@ PATTERNS: dict[str, tuple[str, str]] = {
         "asks the reader to disclose its instructions"),
 }
 _COMPILED = {name: re.compile(pattern, re.IGNORECASE | re.MULTILINE) for name, (pattern, _) in PATTERNS.items()}
+# Words each pattern cannot match without (a substring test in C before the regex: most text has none of them).
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "ignore_previous": ("ignore", "disregard", "forget", "skip", "bypass", "neglect", "drop", "discard", "abandon",
+                        "aside", "following"),
+    "disregard_system": ("system",),
+    "you_are_now": ("you",),
+    "new_instructions": ("instruction", "system"),
+    "override": ("override",),
+    "reveal_prompt": ("prompt", "instruction"),
+}
 
 # Scores: a pattern alone, a pattern reached only by undoing a trick (hiding is itself a signal), the tricks alone.
 SCORE_PATTERN = 0.9
@@ -107,6 +117,8 @@ class Normalised:
 
 
 def normalise(text: str) -> Normalised:
+    if text.isascii() and not _SPACED.search(text):
+        return Normalised(text, ())  # nothing to undo: NFKC, invisibles and homoglyphs are all non-ASCII
     tricks = []
     folded = unicodedata.normalize("NFKC", text)
     if folded != text:
@@ -168,13 +180,17 @@ def scan(text: str) -> list[Finding]:
     norm = normalise(text)
     lowered = norm.text.lower()
     leet = lowered.translate(_LEET)
+    # a variant identical to one already searched is not searched again (ordinary text: one pass, not three)
+    variants = [(v, extra) for v, extra, same in ((lowered, (), lowered == plain),
+                                                  (leet, ("leetspeak",), leet == lowered)) if not same]
     for name, pattern in _COMPILED.items():
-        hit = pattern.search(plain)
+        needles = _NEEDLES[name]
+        hit = pattern.search(plain) if any(n in plain for n in needles) else None
         if hit is not None:
             findings.append(Finding("prompt_injection", name, _snippet(text, *hit.span()), SCORE_PATTERN))
             continue
-        for variant, extra in ((lowered, ()), (leet, ("leetspeak",))):
-            hit = pattern.search(variant)
+        for variant, extra in variants:
+            hit = pattern.search(variant) if any(n in variant for n in needles) else None
             if hit is not None:
                 tricks = norm.tricks + extra
                 findings.append(Finding("prompt_injection", name,
@@ -202,7 +218,9 @@ def scan(text: str) -> list[Finding]:
 def mixed_script_words(text: str) -> list[str]:
     """Words that mix ASCII Latin letters with Cyrillic/Greek look-alikes (after NFKC): a spoofing signal, since
     no word of any language is written that way."""
-    out = []
+    out: list[str] = []
+    if text.isascii():
+        return out
     for word in _WORD.findall(unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))):
         has_latin = any("a" <= c.lower() <= "z" for c in word)
         if has_latin and any(c in CONFUSABLES for c in word):
@@ -213,7 +231,9 @@ def mixed_script_words(text: str) -> list[str]:
 def zero_width_splits(text: str) -> list[str]:
     """Latin words with a zero-width character inside ("ig\u200bnore"): joiners between emoji or in scripts that
     use them (ZWNJ in Persian) are not counted."""
-    out = []
+    out: list[str] = []
+    if text.isascii():
+        return out
     for m in re.finditer(rf"[A-Za-z]+(?:[{_ZERO_WIDTH}]+[A-Za-z]+)+", text):
         out.append(_INVISIBLE.sub("", m.group(0)))
     return out
