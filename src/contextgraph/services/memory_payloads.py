@@ -24,7 +24,7 @@ class NewMemory:
 
 def record_summary(record: MemoryRecord, preview: int | None = None) -> dict[str, Any]:
     content = record.content if preview is None or len(record.content) <= preview else record.content[:preview] + "…"
-    return {
+    summary = {
         "id": record.id,
         "content": content,
         "modality": record.modality,
@@ -33,6 +33,9 @@ def record_summary(record: MemoryRecord, preview: int | None = None) -> dict[str
         "created_at": record.created_at,
         "session": record.session,
     }
+    if (record.extra.get("adversarial") or {}).get("flagged"):
+        summary["quarantined"] = True  # flagged by the store-time screen: never injected into hook context
+    return summary
 
 
 @dataclass
@@ -87,12 +90,19 @@ class Searched:
             item = {**record_summary(f.record), "score": f.score, "similarity": f.similarity}
             if self.breakdown:
                 item["space_ranks"] = {SPACES[s - 1].name: rank for s, rank in sorted(f.space_ranks.items())}
+                # each space's RRF vote w/(k + rank) for this result, with the weights serotonin set
+                weights, k = self.retrieval.weights, self.retrieval.rrf_k
+                item["space_contributions"] = {SPACES[s - 1].name: round(weights[s] / (k + rank), 6)
+                                               for s, rank in sorted(f.space_ranks.items()) if weights.get(s)}
             results.append(item)
         payload: dict[str, Any] = {"query": self.query, "results": results, "count": len(results)}
         if self.breakdown:
             payload["stages_ms"] = {"embed_query": self.embed_ms, **self.retrieval.stages_ms}
             payload["candidates"] = self.retrieval.candidates
             payload["stage4"] = self.retrieval.stage4
+            payload["space_weights"] = {SPACES[s - 1].name: round(w, 6)
+                                        for s, w in sorted(self.retrieval.weights.items())}
+            payload["rrf_k"] = self.retrieval.rrf_k
         if not results:
             payload["message"] = ("Nothing matched. Try other words, lower min_similarity, or drop the modality "
                                   "filter." if self.retrieval.candidates else "The memory is empty or nothing "
