@@ -1,0 +1,130 @@
+"""The north star over a real store (LMDB and indexes in a temp dir, the real embedding pipeline): retrieval ranks
+byte-identically without a star and with stage 4 turned off; stage 4 drops exactly the candidates aligned below
+the threshold; the star, the purpose vectors in the records and the ego's purpose survive a restart."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import numpy as np
+import pytest
+
+from contextgraph.app import build_app
+from contextgraph.services.search import Retriever
+
+pytestmark = pytest.mark.anyio
+WHY = "purpose integration test"
+THEME = [f"The Kubernetes {x} failed because {y}." for x, y in [
+    ("deployment", "the container ran out of memory"), ("pod", "the liveness probe timed out"),
+    ("ingress", "the TLS secret was missing"), ("node", "the disk filled up with logs"),
+    ("CronJob", "the volume claim was not bound"), ("Helm release", "an image tag did not exist"),
+    ("autoscaler", "the metrics server was down"), ("sidecar", "its config could not be fetched"),
+    ("StatefulSet", "the volume stayed on the old node"), ("etcd member", "the leader election timed out"),
+    ("image pull", "the registry credentials expired"), ("namespace", "the resource quota was reached"),
+    ("job", "its service account lacked permissions"), ("rollout", "the readiness probe never passed"),
+]]
+OTHER = ["The sourdough bread rises better after a night in the fridge.",
+         "Risotto needs warm stock added one ladle at a time.",
+         "The roast chicken skin crisps when dry brined a day ahead.",
+         "Caramel turns grainy if you stir it after the sugar melts.",
+         "The Andromeda galaxy is visible from a dark site without a telescope.",
+         "Jupiter's great red spot is a storm larger than the Earth.",
+         "Europa hides a salty ocean beneath its icy crust.",
+         "A neutron star can spin hundreds of times per second."]
+QUERIES = ["why did the kubernetes pods crash", "how to bake bread", "planets and moons", "memory limits"]
+
+
+def ranked(payload) -> str:
+    """Everything a ranking says, as bytes: ids, scores, similarities, ranks per space, in order."""
+    return json.dumps([[r["id"], r["score"], r["similarity"], r.get("space_ranks")] for r in payload["results"]])
+
+
+async def fill(call) -> list[str]:
+    return [(await call("store_memory", {"content": t, "rationale": WHY})).payload["id"] for t in THEME + OTHER]
+
+
+async def search(call, query, **extra):
+    return (await call("search_graph", {"query": query, "top_k": 20, "include_breakdown": True, **extra})).payload
+
+
+async def wait_recompute(app) -> None:
+    for _ in range(400):
+        if not app.services.purpose.teleology.recompute["running"]:
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError("purpose vectors were not recomputed")
+
+
+def retrieve(app, pipeline, fingerprint, purpose, **options) -> tuple[str, dict]:
+    """The retriever itself on a fixed query fingerprint (a search through the tool moves the temporal spaces
+    and the neuromodulators between calls, so two calls never rank alike to the byte)."""
+    storage, memory = app.services.storage, app.services.memory
+    reference = storage.delta_sc.reference(storage.store, storage.indexes, pipeline.embedders)
+    retriever = Retriever(storage.store, storage.indexes, pipeline.embedders, memory.retrieval_settings, reference,
+                          purpose)
+    out = retriever.run(fingerprint, 20, **options)
+    return json.dumps([[f.record.id, f.score, f.similarity, f.space_ranks] for f in out.found]), out.stage4
+
+
+async def test_without_a_star_or_with_stage4_off_ranking_is_byte_identical(call, app):
+    await fill(call)
+    pipeline = await app.services.perception.pipeline()
+    queries = {q: pipeline.embed([app.services.perception.draft(q, "text", None)])[0] for q in QUERIES}
+    before = {q: retrieve(app, pipeline, fp, None, query_text=q) for q, fp in queries.items()}
+    for q, fp in queries.items():
+        assert before[q][1]["active"] is False and "north star" in before[q][1]["reason"]
+        assert retrieve(app, pipeline, fp, None, query_text=q, stage4=False)[0] == before[q][0]
+    await call("auto_bootstrap_north_star", {})
+    view = app.services.purpose.teleology.star_view()
+    for q, fp in queries.items():
+        ranking, stage4 = retrieve(app, pipeline, fp, view, query_text=q, stage4=False)
+        assert stage4["active"] is False and ranking == before[q][0]  # the star changes nothing when opted out
+        on, active = retrieve(app, pipeline, fp, view, query_text=q)
+        assert active["active"] and (on != before[q][0] or active["dropped"] == 0)
+
+
+async def test_stage4_drops_exactly_the_candidates_below_the_threshold(call, app):
+    ids = await fill(call)
+    await call("auto_bootstrap_north_star", {})
+    teleology = app.services.purpose.teleology
+    view = teleology.star_view()
+    assert view is not None
+    for q in QUERIES:
+        on = await search(call, q)
+        s4 = on["stage4"]
+        assert s4["active"] and s4["threshold"] == 0.55
+        returned = [r["id"] for r in on["results"]]
+        records = [app.services.storage.store.get(i) for i in returned + s4["dropped_ids"]]
+        _, aligned = teleology.alignments_of(records, view)
+        assert (aligned[: len(returned)] >= 0.55).all() and (aligned[len(returned):] < 0.55).all()
+        assert not set(returned) & set(s4["dropped_ids"]) and s4["dropped"] >= len(s4["dropped_ids"])
+    theme_hits = [r["id"] for r in (await search(call, QUERIES[0]))["results"]]
+    assert set(theme_hits) <= set(ids[: len(THEME)]) and len(theme_hits) >= 10  # on-theme recall kept
+
+
+async def test_star_purpose_vectors_and_ego_survive_a_restart(call, app, settings):
+    ids = await fill(call)
+    star = (await call("auto_bootstrap_north_star", {})).payload
+    await wait_recompute(app)
+    for i in ids:
+        purpose = app.services.storage.store.get(i).extra["purpose"]
+        assert purpose["star"] == star["star_id"] and len(purpose["pv"]) == 13
+    on_theme = np.mean([app.services.storage.store.get(i).extra["purpose"]["alignment"] for i in ids[: len(THEME)]])
+    off_theme = np.mean([app.services.storage.store.get(i).extra["purpose"]["alignment"] for i in ids[len(THEME):]])
+    assert on_theme > 0.7 > 0.4 > off_theme
+    ego = app.services.cognition.snapshot()
+    assert ego["purpose_source"] == "north_star"
+    await app.services.storage.save_engine()
+    app.close()
+    again = build_app(settings)
+    try:
+        again.services.storage.open()
+        view = again.services.purpose.teleology.star_view()
+        assert view is not None and view.id == star["star_id"]
+        assert again.services.cognition.snapshot()["purpose_vector"] == pytest.approx(ego["purpose_vector"])
+        out = await again.dispatcher.call("search_graph", {"query": QUERIES[1], "include_breakdown": True},
+                                          again.tool_context("t"))
+        assert out.payload["stage4"]["active"] and out.payload["stage4"]["star_id"] == star["star_id"]
+    finally:
+        again.close()
