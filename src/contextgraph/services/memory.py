@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -18,27 +19,41 @@ from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
 from contextgraph.embedders.pipeline import FingerprintPipeline
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
+from contextgraph.retrieval.modulation import Modulation
 from contextgraph.security.pii import redact
+from contextgraph.services import operation_pulse
+from contextgraph.services.adversarial import add_to_quarantine, screen
 from contextgraph.services.auto_edges import AutoEdgeRules, CausalMatch
 from contextgraph.services.delta_sc_result import DeltaSc, utl_payload
 from contextgraph.services.memory_payloads import Injected, NewMemory, Searched, Stored, record_summary
 from contextgraph.services.perception import Perception
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
 from contextgraph.services.store_handle import StoreHandle
+from contextgraph.services.teleology import TeleologyService
 from contextgraph.storage.base import MemoryRecord, NewTriple
 
 _log = get_logger("storage")
 
 
 class MemoryService:
-    def __init__(self, handle: StoreHandle, perception: Perception, constitution: Constitution) -> None:
+    def __init__(self, handle: StoreHandle, perception: Perception, constitution: Constitution,
+                 teleology: TeleologyService | None = None) -> None:
         self.handle = handle
+        self.teleology = teleology  # the north star: purpose vectors on store, stage 4 on search
         self.perception = perception
         self.constitution = constitution
         self.cognition = handle.cognition
         self.workspace = handle.workspace
         self.retrieval_settings = RetrievalSettings.from_constitution(constitution)
         self.edge_rules = AutoEdgeRules(constitution["graph"])
+        self.flag_score = float(constitution["adversarial"]["flag_score"])
+        # attached by the composition root: what the neuromodulators do to retrieval now, who hears of each
+        # committed store (steering) and of each search's result count (an empty one raises noradrenaline)
+        self.modulation: Callable[[], Modulation] | None = None
+        self.after_store: list[Callable[[MemoryRecord, Fingerprint, DeltaSc], Awaitable[Any]]] = []
+        self.after_search: list[Callable[[int], None]] = []
+        # (query, retrieval) of every search: ATC's predictions (services.calibration_wiring)
+        self.after_results: list[Callable[[str, Retrieval], None]] = []
 
     async def store(self, new: NewMemory) -> Stored:
         # The UTL of every stored memory moves the pulse (SPEC D16), not only inject_context's: ~15-27 ms at 10K
@@ -65,21 +80,32 @@ class MemoryService:
         return Injected(stored, utl, related)
 
     async def search(self, query: str, *, top_k: int, min_similarity: float, modality: str | None,
-                     breakdown: bool) -> Searched:
+                     breakdown: bool, stage4: bool = True) -> Searched:
         await self.handle.ready()
         pipeline = await self.perception.pipeline()
 
-        def run() -> tuple[Searched, Fingerprint]:
+        def run() -> tuple[Searched, Fingerprint, DeltaSc]:
             started = time.perf_counter()
             (fingerprint,) = pipeline.embed([self.perception.draft(query, modality or "text", None)])
             embed_ms = round((time.perf_counter() - started) * 1000, 3)
             retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
                                                       modality=modality, causal_direction=query_direction(query),
-                                                      query_text=query)  # what kind of query (time, code, prose)
-            return Searched(query, retrieval, breakdown, embed_ms), fingerprint
+                                                      query_text=query,  # what kind of query (time, code, prose)
+                                                      stage4=stage4)
+            # D16: the query's novelty and its neighbourhood's coherence against the store move the pulse
+            utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint)
+            return Searched(query, retrieval, breakdown, embed_ms), fingerprint, utl
 
-        searched, fingerprint = await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
+        searched, fingerprint, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
+        operation_pulse.fold(self.handle, [utl])
         self._compete(fingerprint, searched.retrieval)
+        for hook in self.after_search:
+            hook(len(searched.retrieval.found))
+        for listener in self.after_results:
+            try:
+                listener(query, searched.retrieval)
+            except Exception:  # the answer stands: a listener's fault is logged, never the caller's error
+                _log.exception("search results listener failed")
         await self.handle.save_engine_after_commit()  # the competition's events, at most once per interval
         if searched.retrieval.found:
             # access counts are bookkeeping, not an acknowledgement: the search does not wait for the commit
@@ -89,15 +115,24 @@ class MemoryService:
     # -- internals -------------------------------------------------------------------------------------------
     def _compete(self, context: Fingerprint, retrieval: Retrieval) -> None:
         """The operation's results compete for the global workspace against its fingerprint (the context)."""
+        alignments = None if any(f.alignment is None for f in retrieval.found) else \
+            [f.alignment or 0.0 for f in retrieval.found]
         self.workspace.observe(context, [(f.record.id, f.agreements, f.record.importance) for f in retrieval.found],
-                               retrieval.reference)
+                               retrieval.reference, alignments)
 
     def _retriever(self, pipeline: FingerprintPipeline) -> Retriever:
         """A retriever over the store, with the store model's reference sample for binding (from a worker
         thread: a store without a fitted model fits one here)."""
         store, indexes = self.handle.store, self.handle.indexes
         reference = self.handle.delta_sc.reference(store, indexes, pipeline.embedders)
-        return Retriever(store, indexes, pipeline.embedders, self.retrieval_settings, reference)
+        purpose = None
+        if self.teleology is not None:
+            self.teleology.use_embedders(pipeline.embedders)
+            purpose = self.teleology.star_view()
+        retriever = Retriever(store, indexes, pipeline.embedders, self.retrieval_settings, reference, purpose)
+        if self.modulation is not None:
+            retriever.modulation = self.modulation()
+        return retriever
 
     async def _store_one(self, new: NewMemory) -> tuple[Stored, Fingerprint, DeltaSc]:
         """Embed, score (the full UTL against the store before the put), commit, index, and fold the UTL into
@@ -122,6 +157,13 @@ class MemoryService:
                     rules.causal(store, indexes, content, fingerprint, e5))
 
         fingerprint, triples, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self.perception.cpu)
+        extra: dict[str, Any] = {}
+        if self.teleology is not None:  # its purpose vector under the north star, stored with it
+            self.teleology.use_embedders(pipeline.embedders)
+            extra = self.teleology.record_extra(fingerprint)
+        flags = screen(content, self.flag_score)  # issue 18: a suspicious memory is flagged, never dropped
+        if flags:
+            extra = {**extra, "adversarial": flags}
         now = time.time()
         memory_id = uuid.uuid4().hex
         edges, temporal = rules.edges(memory_id, links, similar, causal, now)
@@ -137,6 +179,7 @@ class MemoryService:
             tags=new.tags,
             links=tuple(links),
             redactions=tuple(found + found_in_rationale),
+            extra=extra,
         )
         started = time.perf_counter()
         # durable once this returns, with its edges and lineage in the same transaction
@@ -147,9 +190,22 @@ class MemoryService:
         # before the next search indexes the memory.
         await anyio.to_thread.run_sync(self._apply_index, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
+        if flags:  # the flag is on the record already (same transaction); the list is homeostatic_status's index
+            try:
+                await handle.writer.submit(add_to_quarantine, store, record.id, now,
+                                           [f["kind"] for f in flags["findings"]])
+            except Exception:
+                _log.exception("quarantine list update failed; the record itself carries the flag", id=record.id)
+        # its automatic edges changed its neighbourhood and theirs: E8 follows in the background
+        handle.refresh_e8([record.id, *(edge.other(record.id) for edge in edges)])
         self.cognition.record(utl.delta_s, utl.delta_c, memory_count=store.count(),
                               learning_score=utl.learning_score,
                               predicted_learning_score=utl.predicted_learning_score)
+        for hook in self.after_store:
+            try:
+                await hook(record, fingerprint, utl)
+            except Exception:  # the memory is committed: a listener's failure must not turn it into an error
+                _log.exception("after-store listener failed", id=record.id)
         await handle.save_engine_after_commit()
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
