@@ -1,5 +1,5 @@
-"""Command line: argv → Settings → serve / call / hooks / tools / reindex / doctor. No logic of its own; heavy
-imports happen inside the command that needs them, so `--help`, `tools` and `call` stay fast."""
+"""Command line: argv → Settings → serve / call / hooks / tools / reindex / import / export / doctor. No logic of
+its own; heavy imports happen inside the command that needs them, so `--help`, `tools` and `call` stay fast."""
 
 from __future__ import annotations
 
@@ -90,6 +90,26 @@ def _parser() -> argparse.ArgumentParser:
                                               "the source of truth, with a progress bar; then save them.")
     common(reindex)
 
+    importer = commands.add_parser(
+        "import", help="import memories from a JSON Lines file",
+        description="Store every line of FILE (one JSON object: content, and optionally rationale, tags, "
+                    "importance, modality, created_at) as a memory, validated and PII-redacted as store_memory "
+                    "does, in batches: one forward pass and one transaction per batch. A refused line is "
+                    "reported by number on stderr and skipped; a rerun of the same file resumes after the last "
+                    "committed line. Prints a JSON summary; exit 1 when some line was refused.")
+    importer.add_argument("file", help="JSON Lines file (UTF-8)")
+    importer.add_argument("--batch-size", type=int, default=32, metavar="N",
+                          help="memories per forward pass and transaction (1-1024, default 32; 1 scores each "
+                               "memory's UTL against every earlier one, as store_memory one by one does)")
+    common(importer)
+
+    exporter = commands.add_parser(
+        "export", help="export every memory as JSON Lines",
+        description="Write every live memory as one JSON line (content, rationale, tags, importance, modality, "
+                    "created_at): the format `contextgraph import` reads.")
+    exporter.add_argument("--out", metavar="FILE", help="write to FILE (complete or not at all) instead of stdout")
+    common(exporter)
+
     doctor = commands.add_parser("doctor", help="check the installation and data directory",
                                  description="Check data directory, model availability and package versions; "
                                              "print what is missing and how to fix it.")
@@ -128,6 +148,12 @@ def _serve(args: argparse.Namespace) -> int:
     from contextgraph.app import build_app
 
     settings = _settings(args)
+    if settings.auto_dream is None:  # a long-running server dreams on its own unless told not to
+        from dataclasses import replace
+
+        from contextgraph.constitution import constitution
+
+        settings = replace(settings, auto_dream=bool(constitution().get("dream.auto.serve")))
     if settings.transport == "stdio":
         from contextgraph.transports.stdio import serve_stdio
 
@@ -301,6 +327,32 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from contextgraph.shell.bulk import run_import
+
+    if not 1 <= args.batch_size <= 1024:
+        print(f"contextgraph import: --batch-size must be 1-1024, got {args.batch_size}", file=sys.stderr)
+        return 2
+    return run_import(_quiet_settings(args), Path(args.file).expanduser(), args.batch_size)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from contextgraph.shell.bulk import run_export
+
+    return run_export(_quiet_settings(args), Path(args.out).expanduser() if args.out else None)
+
+
+def _quiet_settings(args: argparse.Namespace):
+    """Settings for a command whose stderr is its report (progress, refused lines): the log only from warn up,
+    unless the environment asks for debug."""
+    settings = _settings(args)
+    return _settings(args, log_level="warn") if settings.log_level == "info" else settings
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from contextgraph.doctor import report, run_checks
 
@@ -315,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         commands = {"serve": _serve, "call": _call, "hooks": _hooks, "tools": _tools, "reindex": _reindex,
+                    "import": _import, "export": _export,
                     "doctor": _doctor}
         return commands[args.command](args)
     except SettingsError as exc:  # e.g. CONTEXTGRAPH_PROFILE names no profile

@@ -6,6 +6,7 @@ export that imports into a fresh data directory with the same contents."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 
 import pytest
@@ -89,7 +90,7 @@ async def test_lines_are_stored_as_store_memory_stores_them(app, tmp_path):
     assert [r.extra["import"]["line"] for r in stored] == [1, 4, 7, 12, 13]
     store = app.services.storage.store
     # a Temporal chain through the file, Semantic edges between the two migration memories (same batch)
-    for earlier, later in zip(stored, stored[1:]):
+    for earlier, later in itertools.pairwise(stored):
         assert any(e.type == "Temporal" and e.target == later.id for e in store.graph_read(
             lambda g, m=earlier.id: g.edges_out(m)))
     assert any(e.type == "Semantic" and second.id in (e.source, e.target) for e in store.graph_read(
