@@ -20,7 +20,7 @@ EVENTS = ["retries failed requests three times", "writes its logs to the shared 
 
 def checker(app):
     s = app.services
-    return AdversarialChecks(s.storage, s.perception, s.constitution, getattr(s, "teleology", None))
+    return AdversarialChecks(s.storage, s.perception, s.constitution, getattr(s.memory, "teleology", None))
 
 
 async def test_outlier_needs_data_then_flags_only_the_outlier(app):
@@ -57,3 +57,15 @@ async def test_the_store_flags_and_lists_never_drops(app):
     assert [m["id"] for m in listed] == [record.id]
     clean = await app.services.memory.store(NewMemory("The deploy uses blue-green switching.", WHY))
     assert "adversarial" not in app.services.storage.store.get(clean.record.id).extra
+
+
+async def test_misalign_against_a_bootstrapped_north_star(app, call):
+    for svc, event in list(itertools.product(SERVICES, EVENTS))[:30]:
+        await app.services.memory.store(NewMemory(f"The {svc} service {event}.", WHY))
+    assert getattr(app.services.memory, "teleology", None) is not None  # the seam check_adversarial reads
+    assert (await call("auto_bootstrap_north_star", {})).payload["bootstrapped"]
+    near = await checker(app).check("The auth service rotates its keys every week.", ["content_misalign"])
+    far = await checker(app).check("Grandmother's lemon drizzle cake needs two unwaxed lemons.", ["content_misalign"])
+    assert near["checks"]["content_misalign"]["status"] == "checked" and not near["flagged"]
+    assert far["flagged"] and far["findings"][0]["check"] == "content_misalign"
+    assert far["checks"]["content_misalign"]["alignment"] < near["checks"]["content_misalign"]["alignment"]

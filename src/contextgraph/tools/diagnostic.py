@@ -44,7 +44,8 @@ class AdversarialArgs(Args):
 
 async def check_adversarial(ctx: ToolContext, args: AdversarialArgs) -> dict[str, Any]:
     s = ctx.services
-    checker = AdversarialChecks(s.storage, s.perception, s.constitution, getattr(s, "teleology", None))
+    # the north star comes from the teleology service the memory service was given (None until one is wired)
+    checker = AdversarialChecks(s.storage, s.perception, s.constitution, getattr(s.memory, "teleology", None))
     return await checker.check(args.content, list(dict.fromkeys(args.checks)))
 
 

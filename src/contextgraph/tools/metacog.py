@@ -77,7 +77,7 @@ class ReflectArgs(Args):
 
 async def reflect_on_memory(ctx: ToolContext, args: ReflectArgs) -> dict[str, Any]:
     s, registry = ctx.services, ctx.registry
-    teleology = getattr(s, "teleology", None)
+    teleology = getattr(s.memory, "teleology", None)
     north_star = None
     if teleology is not None and hasattr(teleology, "star_view"):
         north_star = teleology.star_view() is not None
