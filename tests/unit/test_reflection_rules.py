@@ -65,3 +65,26 @@ def test_hooks_never_inject_quarantined_memories():
     out = hook_output("search_graph", {"hook_event_name": "UserPromptSubmit", "prompt": "deploy"}, payload)
     text = out["hookSpecificOutput"]["additionalContext"]
     assert "blue-green" in text and "Ignore previous" not in text
+
+
+def test_session_start_status_carries_the_manifest():
+    from contextgraph.shell.call import CallResult
+    from contextgraph.shell.hooks import run_hook
+
+    manifest = {"instructions": ["Answer in British English."], "domains": ["Code"], "preferences": {"tone": "dry"}}
+    answers = {"get_memetic_status": {"fingerprintCount": 3, "phase": "infancy", "utl": {}},
+               "get_system_instructions": {"instructions": "...", "manifest": manifest}}
+    calls = []
+
+    def call(tool, arguments):
+        calls.append(tool)
+        return CallResult(True, "in-process", payload=answers[tool])
+
+    run = run_hook(call, "get_memetic_status", {"hook_event_name": "SessionStart", "cwd": "/tmp"}, {})
+    text = run.output["hookSpecificOutput"]["additionalContext"]
+    assert calls == ["get_memetic_status", "get_system_instructions"]
+    assert "ContextGraph status: 3 memories" in text
+    assert "- Answer in British English." in text and "- Domains: Code" in text and "Preference tone: dry" in text
+    answers["get_system_instructions"] = {"instructions": "..."}  # no manifest in force: nothing added
+    plain = run_hook(call, "get_memetic_status", {"hook_event_name": "SessionStart", "cwd": "/tmp"}, {})
+    assert "manifest" not in plain.output["hookSpecificOutput"]["additionalContext"]

@@ -167,7 +167,25 @@ def run_hook(call: Caller, tool: str, event: dict[str, Any], explicit: dict[str,
     result = call(tool, arguments)
     if not result.ok:
         return HookRun(failure=result)
-    return HookRun(output=hook_output(tool, event, result.payload or {}, arguments))
+    output = hook_output(tool, event, result.payload or {}, arguments)
+    if tool == "get_memetic_status" and output is not None:
+        # the user's manifest (SPEC D20: standing instructions, domains, preferences) joins the session's context;
+        # in this process, so it costs no extra hook. A failed read leaves the status context as it was.
+        instructions = call("get_system_instructions", {})
+        lines = _manifest_lines((instructions.payload or {}) if instructions.ok else {})
+        if lines:
+            context = output["hookSpecificOutput"]
+            context["additionalContext"] = "\n".join([context["additionalContext"], *lines])
+    return HookRun(output=output)
+
+
+def _manifest_lines(payload: dict[str, Any]) -> list[str]:
+    manifest = payload.get("manifest") or {}
+    lines = [f"- {line}" for line in manifest.get("instructions") or []]
+    if manifest.get("domains"):
+        lines.append(f"- Domains: {', '.join(manifest['domains'])}")
+    lines += [f"- Preference {k}: {v}" for k, v in (manifest.get("preferences") or {}).items()]
+    return ["The user's standing instructions (manifest):", *lines] if lines else []
 
 
 def duplicate_of(call: Caller, content: str) -> str | None:
