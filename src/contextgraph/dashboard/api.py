@@ -125,7 +125,7 @@ class DashboardApi:
                                                    self.call("search_tombstones", {}))
         tasks = memetic["curation_tasks"]
         named = {i for pair in tasks["duplicates"] for i in pair["memories"]} | set(tasks["orphans"])
-        named |= {c if isinstance(c, str) else c.get("id", "") for c in tasks["conflicts"]}
+        named |= {i for group in tasks["conflicts"] for i in group}  # each conflict: the memories competing
         memories: dict[str, Any] = {}
         for memory_id in sorted(i for i in named if i):
             try:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
@@ -102,12 +103,12 @@ class DashboardRoutes:
     async def snapshot(self, query: str | None, memory_id: str | None) -> dict[str, Any]:
         """Every panel's first data. A refused part (a bad search, an unknown memory) is shown as its refusal,
         not as a failed page."""
-        out: dict[str, Any] = {"now": await self._part(self.api.now()), "history": self.api.history()}
-        out["recent"] = await self._part(self.api.recent())
-        out["curation"] = await self._part(self.api.curation())
+        now, recent, curation = await asyncio.gather(self._part(self.api.now()), self._part(self.api.recent()),
+                                                     self._part(self.api.curation()))
+        out: dict[str, Any] = {"now": now, "history": self.api.history(), "recent": recent, "curation": curation}
         if query:
             out["search"] = await self._part(self.api.search(query, breakdown=True))
-        memories = out["recent"].get("memories") or []
+        memories = recent.get("memories") or []
         chosen = memory_id or (memories[0]["id"] if memories else None)
         if chosen:
             out["memory"] = await self._part(self.api.memory(chosen))

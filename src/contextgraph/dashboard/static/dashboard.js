@@ -93,30 +93,55 @@
     ]));
     const idx = now.indexes || {};
     fill($("indexes-box"), el("h3", {}, "Indexes"),
-      el("table", { class: "data compact" }, el("tbody", {}, Object.entries(idx).map(([name, size]) =>
-        el("tr", {}, el("td", {}, name), el("td", { class: "num" }, typeof size === "object" ? JSON.stringify(size) : size))))),
+      el("table", { class: "data compact", id: "index-sizes" }, el("tbody", {}, Object.entries(idx).map(([space, size]) => {
+        const known = SPACES.find((sp) => String(sp.id) === String(space));
+        return el("tr", { title: known ? known.name : space }, el("td", {}, known ? `E${known.id}` : space),
+          el("td", { class: "num" }, typeof size === "object" ? JSON.stringify(size) : size));
+      }))),
       now.store_bytes !== undefined && now.store_bytes !== null ? el("p", { class: "note" }, `store: ${(now.store_bytes / 1024).toFixed(0)} KiB`) : null);
     renderWorkspace(now.workspace);
-    renderOptional($("neuromodulation-box"), "Neuromodulators", now.neuromodulation);
+    renderNeuromodulation(now.neuromodulation);
     renderOptional($("dream-box"), "Dream", now.dream);
   }
 
   function renderWorkspace(w) {
     const active = w.active_memory;
     fill($("workspace-box"), el("h3", {}, "Global workspace"), dl([
-      ["Active memory", active ? memoryLink(typeof active === "string" ? active : active.id, typeof active === "object" ? active.content : null) : "none"],
+      ["Active memory", active ? [memoryLink(active.memory_id), ` r_m ${fixed(active.r, 3)}, score ${fixed(active.score, 3)}`,
+        active.seconds_in_workspace !== null ? `, ${fixed(active.seconds_in_workspace, 1)} s in` : ""] : "none"],
       ["Broadcasting", w.is_broadcasting ? `yes (${fixed(w.broadcast_remaining_ms, 0)} ms left)` : "no"],
-      ["Empty for", w.empty_for_seconds === null || w.empty_for_seconds === undefined ? "–" : `${fixed(w.empty_for_seconds, 1)} s`],
+      ["Empty for", active || w.empty_for_seconds === null || w.empty_for_seconds === undefined ? "–" : `${fixed(w.empty_for_seconds, 1)} s`],
+      ["Counts", Object.entries(w.counts || {}).map(([k, v]) => `${k} ${v}`).join(", ")],
     ]),
-    el("h4", {}, `Candidates (r_m ≥ ${w.coherence_threshold} enters)`),
-    w.candidates.length ? el("table", { class: "data compact" }, el("thead", {}, el("tr", {}, el("th", {}, "memory"), el("th", {}, "r_m"), el("th", {}, "score"))),
-      el("tbody", {}, w.candidates.map((cand) => el("tr", {}, el("td", {}, memoryLink(cand.id || cand.memory_id, cand.content)),
-        el("td", { class: "num" }, fixed(cand.r_m ?? cand.binding, 3)), el("td", { class: "num" }, fixed(cand.score, 3))))))
+    el("h4", {}, `Candidates of the last operation (enter at r_m ≥ ${w.coherence_threshold}, exit below ${w.exit_threshold})`),
+    w.candidates.length ? el("table", { class: "data compact", id: "workspace-candidates" },
+      el("thead", {}, el("tr", {}, ["memory", "r_m", "importance", "score", "eligible"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, w.candidates.map((cand) => el("tr", {}, el("td", {}, memoryLink(cand.memory_id)),
+        el("td", { class: "num" }, fixed(cand.r, 3)), el("td", { class: "num" }, fixed(cand.importance, 2)),
+        el("td", { class: "num" }, fixed(cand.score, 3)), el("td", {}, cand.eligible ? "yes" : "no")))))
       : el("p", { class: "note" }, "no candidates from the last operation"),
     el("h4", {}, "Recent events"),
     w.recent_events.length ? el("ol", { class: "events" }, w.recent_events.slice(-8).reverse().map((e) =>
-      el("li", {}, `${e.kind || e.event || e.type} `, e.memory_id || e.id ? memoryLink(e.memory_id || e.id) : "", e.at ? ` · ${when(e.at)}` : "")))
+      el("li", {}, `${e.kind} `, e.memory_id ? memoryLink(e.memory_id) : "", e.r !== undefined ? ` r ${fixed(e.r, 3)}` : "",
+        e.at ? ` · ${when(e.at)}` : "")))
       : el("p", { class: "note" }, "no workspace events yet"));
+  }
+
+  // get_neuromodulation_state: each modulator's level on its [min, max] range, with the baseline it decays to
+  function renderNeuromodulation(status) {
+    const target = $("neuromodulation-box");
+    if (!status || !status.available || !status.modulators) { renderOptional(target, "Neuromodulators", status); return; }
+    const rows = Object.entries(status.modulators).map(([name, m]) => {
+      const span = (m.max - m.min) || 1, at = (v) => 4 + 152 * Math.min(Math.max((v - m.min) / span, 0), 1);
+      const bar = CG.svg("svg", { viewBox: "0 0 160 14", class: "level-bar", "data-modulator": name });
+      CG.svg("rect", { x: 4, y: 4, width: 152, height: 6, rx: 3, class: "level-track" }, bar);
+      CG.svg("rect", { x: 4, y: 4, width: Math.max(at(m.level) - 4, 1), height: 6, rx: 3, class: "level-fill" }, bar);
+      CG.svg("line", { x1: at(m.baseline), x2: at(m.baseline), y1: 1, y2: 13, class: "level-baseline" }, bar);
+      return el("tr", { title: `${name} sets ${m.controls || "?"}; baseline ${m.baseline}, range ${m.min}–${m.max}` },
+        el("td", {}, name), el("td", { class: "num", "data-level": name }, String(m.level)), el("td", {}, bar));
+    });
+    fill(target, el("h3", {}, "Neuromodulators"), el("table", { class: "data compact" }, el("tbody", {}, rows)),
+      el("p", { class: "note" }, status.at_baseline ? "all at their baselines" : `${(status.recent_changes || []).length} recent change(s)`));
   }
 
   function renderOptional(target, title, status) {
@@ -126,7 +151,8 @@
     }
     const rows = Object.entries(status).filter(([k, v]) => !["available", "tool", "_cognitive_pulse"].includes(k) && v !== null && typeof v !== "object");
     const nested = Object.entries(status).filter(([k, v]) => v && typeof v === "object" && !Array.isArray(v) && k !== "_cognitive_pulse");
-    fill(target, el("h3", {}, title), dl(rows.map(([k, v]) => [k, typeof v === "number" ? fixed(v, 4) : String(v)])),
+    fill(target, el("h3", {}, title), dl(rows.map(([k, v]) => [k.replace(/_/g, " "),
+      typeof v === "number" && !Number.isInteger(v) ? fixed(v, 3) : String(v)])),
       nested.map(([k, v]) => el("details", {}, el("summary", {}, k), el("pre", {}, JSON.stringify(v, null, 1)))));
   }
 
@@ -213,7 +239,8 @@
       dl([["Tags", m.tags.length ? m.tags.map((t) => el("span", { class: "tag" }, t)) : "none"], ["Importance", el("span", { "data-field": "importance" }, fixed(m.importance, 3))],
         ["Modality", m.modality], ["Stored", when(m.created_at)], ["Session", m.session || "–"], ["Rationale", m.rationale || "–"]]),
       el("h4", {}, "Lineage"), el("ol", { class: "events" }, page.lineage.events.map((e) => el("li", {}, `${e.event} · ${when(e.at)}`,
-        e.rationale ? ` · ${e.rationale}` : "", e.merged_into ? [" → ", memoryLink(e.merged_into)] : ""))),
+        e.rationale ? ` · ${e.rationale}` : "", e.into ? [" → ", memoryLink(e.into)] : "",
+        e.sources ? [" from ", e.sources.map((id) => [memoryLink(id), " "])] : ""))),
       el("h4", {}, `Neighbours (${page.neighbourhood.count})`),
       page.neighbourhood.count ? el("table", { class: "data compact" }, el("tbody", {}, page.neighbourhood.neighbors.map((n) => el("tr", {},
         el("td", {}, memoryLink(n.id, n.content)), el("td", {}, n.edge_type), el("td", { class: "num" }, fixed(n.weight, 3)), el("td", {}, n.direction)))))
@@ -322,8 +349,11 @@
     fill($("orphans"), t.orphans.length ? t.orphans.map((id) => el("div", { class: "task", "data-task": "orphan", "data-ids": id },
       memoryLink(id, content(id)), el("button", { type: "button", class: "forget", onclick: () => forgetDialog(id, mem) }, "Forget…")))
       : [el("p", { class: "note" }, "none")]);
-    fill($("conflicts"), t.conflicts.length ? t.conflicts.map((cf) => { const id = typeof cf === "string" ? cf : cf.id;
-      return el("div", { class: "task", "data-task": "conflict", "data-ids": id }, memoryLink(id, content(id)), el("button", { type: "button", class: "forget", onclick: () => forgetDialog(id, mem) }, "Forget…")); })
+    // a conflict is the group of memories that passed the workspace threshold together in its last competition
+    fill($("conflicts"), t.conflicts.length ? t.conflicts.map((group) => el("div", { class: "task", "data-task": "conflict", "data-ids": group.join(",") },
+      el("ul", {}, group.map((id) => el("li", {}, memoryLink(id, content(id)), " ",
+        el("button", { type: "button", class: "forget", onclick: () => forgetDialog(id, mem) }, "Forget…")))),
+      group.length > 1 ? el("button", { type: "button", class: "merge", onclick: () => mergeDialog(group, mem) }, "Merge…") : null))
       : [el("p", { class: "note" }, "none in the workspace's last competition")]);
     const tombs = c.tombstones.tombstones;
     fill($("tombstones"), tombs.length ? el("table", { class: "data" }, el("thead", {}, el("tr", {}, ["memory", "deleted", "reason", "kind", "restorable until", ""].map((h) => el("th", {}, h)))),
