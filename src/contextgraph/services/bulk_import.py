@@ -12,8 +12,10 @@ batch of them becomes memories the way store_memory makes one, with three differ
 What each memory gets, as store_memory gives it: PII redaction of content and rationale (the kinds found kept on
 the record), the full UTL against the store (ΔS/ΔC per space, L and L̂, folded into the engine's state), the
 Semantic edges to its E1 nearest above `graph.semantic_edge_min_cosine`, Causal edges from E5's cause/effect
-halves, a Temporal edge from the previous memory of its session, and its E11 triples. The differences a batch
-makes, said precisely:
+halves, a Temporal edge from the previous memory of its session, its E11 triples, its purpose vector once a
+north star exists, the adversarial screen's flag (and the quarantine list), the E8 refresh of its neighbourhood
+and the after-store listeners (MemoryService.after_store). No `link_to` (a line has none), so no Relational
+edges. The differences a batch makes, said precisely:
 
   * UTL: a memory's ΔS/ΔC is measured against the store as it was before its batch (the batch's other memories
     are not yet its neighbours), and the engine's coherence history is the one before the batch. With
@@ -51,6 +53,7 @@ from contextgraph.embedders.pipeline import Draft
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
+from contextgraph.services.adversarial import add_to_quarantine, screen
 from contextgraph.services.auto_edges import CausalMatch
 from contextgraph.services.delta_sc_result import DeltaSc
 from contextgraph.services.memory import MemoryService
@@ -154,11 +157,21 @@ class BulkImporter:
         similar = _with_batch_neighbours(similar, ids, fingerprints, rules.semantic_min, rules.semantic_k)
         causal = _with_batch_causes(causal, ids, [c for c, _ in texts], fingerprints, e5, rules.causal_min,
                                     rules.causal_min_margin)
-        records, blobs, edge_lists = [], [], []
+        records, blobs, edge_lists, flagged = [], [], [], []
         previous_id = None if self._previous is None else self._previous.id
+        teleology = self.memory.teleology
+        if teleology is not None:
+            teleology.use_embedders(pipeline.embedders)
         for i, line in enumerate(lines):
             content, found = texts[i]
             rationale, found_in_rationale = rationales[i]
+            extra: dict[str, Any] = {"import": {"file": self.file_hash, "line": line.line}}
+            if teleology is not None:  # its purpose vector under the north star, as store_memory keeps it
+                extra.update(teleology.record_extra(fingerprints[i]))
+            flags = screen(content, self.memory.flag_score)  # flagged, never dropped (issue 18)
+            if flags:
+                extra["adversarial"] = flags
+                flagged.append((ids[i], [f["kind"] for f in flags["findings"]]))
             created = now if line.created_at is None else line.created_at
             edges, temporal = rules.edges(ids[i], [], similar[i], causal[i], now)
             if previous_id is not None:
@@ -168,8 +181,7 @@ class BulkImporter:
                 id=ids[i], content=content, rationale=rationale, modality=line.memory.modality,
                 session=self.session, created_at=created, updated_at=now, importance=line.memory.importance,
                 tags=line.memory.tags, redactions=tuple(found + found_in_rationale),
-                session_position=first_position + i,
-                extra={"import": {"file": self.file_hash, "line": line.line}},
+                session_position=first_position + i, extra=extra,
             ))
             blobs.append(encode_fingerprint(fingerprints[i]))  # outside the transaction: keep the lock short
             edge_lists.append(edges)
@@ -196,13 +208,23 @@ class BulkImporter:
         result.commit_ms = (time.perf_counter() - started) * 1e3
         self._previous = result.stored[-1]
         result.edges = sum(len(edges) for edges in edge_lists)
+        for memory_id, kinds in flagged:  # the flag is on the record; the list is homeostatic_status's index
+            try:
+                await handle.writer.submit(add_to_quarantine, store, memory_id, now, kinds)
+            except Exception:
+                _log.exception("quarantine list update failed; the record itself carries the flag", id=memory_id)
+        handle.refresh_e8([r.id for r in result.stored]
+                          + [e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges])
         count = store.count()
-        for score in utl:
+        for record, fingerprint, score in zip(result.stored, fingerprints, utl):
             self.memory.cognition.record(score.delta_s, score.delta_c, memory_count=count,
                                          learning_score=score.learning_score,
                                          predicted_learning_score=score.predicted_learning_score)
-        handle.refresh_e8([r.id for r in result.stored]
-                          + [e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges])
+            for hook in self.memory.after_store:  # steering and the other listeners hear of each memory
+                try:
+                    await hook(record, fingerprint, score)
+                except Exception:  # the batch is committed: a listener's failure must not undo the import
+                    _log.exception("after-store listener failed", id=record.id)
         await handle.save_engine_after_commit()
         _log.info("memories imported", count=len(result.stored), source=source,
                   lines=f"{lines[0].line}-{lines[-1].line}")
