@@ -18,6 +18,7 @@ DEPLOY = "The deploy failed because the database migration timed out after 30 se
 DEPLOY2 = "The deploy failed since the database migration hit its 30 second timeout."
 OTHER = "Kuramoto oscillators synchronise once the coupling exceeds a critical value."
 RUST = "Rust's borrow checker rules out data races at compile time."
+HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1"></script> a memory that holds markup'
 
 
 @pytest.fixture
@@ -86,8 +87,13 @@ async def test_search_memory_page_and_graph_expansion(dash_app, tmp_path):
         deploy = await store(client, DEPLOY)
         other = await store(client, OTHER, link_to=[deploy])
         await store(client, RUST, link_to=[other])
+        await store(client, HOSTILE)
         async with browser_page(tmp_path) as (page, _requests, errors):
             await page.goto(base + "/dashboard?live=0")
+            # a memory's markup is shown as text, never run or parsed (and the CSP forbids inline script anyway)
+            assert await page.locator("#recent-list img, #memory-page img").count() == 0
+            assert "<img src=x" in (await page.locator("#recent-list").text_content() or "")
+            assert await page.locator("body[data-pwned]").count() == 0
             await page.fill("#search-q", "why did the deploy fail")
             await page.check("#search-breakdown")
             await page.click("#search-form button[type=submit]")
