@@ -35,9 +35,11 @@ async def homeostatic_status(ctx: ToolContext, args: HomeostaticArgs) -> dict[st
 
 
 class AdversarialArgs(Args):
-    # the content is checked as given (never stored), so the injection patterns see what an attacker wrote
-    content: str = Field(min_length=_V["content"]["min_length"], max_length=_V["content"]["max_length"],
-                         description="The text to check (not stored).")
+    # free text like every content argument: secrets are redacted before the check (the patterns do not look
+    # for them, and a checked text must not leave one in the log)
+    content: Annotated[str, FREE_TEXT] = Field(min_length=_V["content"]["min_length"],
+                                               max_length=_V["content"]["max_length"],
+                                               description="The text to check (not stored).")
     checks: list[Check] = Field(["embedding_outlier", "prompt_injection"], min_length=1, max_length=4,
                                 description="Which checks to run.")
 

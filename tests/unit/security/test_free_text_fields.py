@@ -23,7 +23,9 @@ from contextgraph.tools.catalog import CATEGORY_MODULES
 # String arguments that are matched exactly, not read: ids, hashes, tool names. Redacting one would only
 # break the lookup it is for. Anything else that takes a string is free text and must carry the marker.
 IDENTIFIERS = {"node_id", "memory_id", "source_id", "target_id", "vertex_id", "source_node_ids", "link_to",
-               "session_id", "citation_tag", "reversal_hash", "name", "names"}
+               "session_id", "citation_tag", "reversal_hash", "name", "names",
+               # issue 18: omni_infer's memory ids, test_recall_accuracy's expected ids, reload_manifest's file path
+               "source", "target", "expected_node_ids", "path"}
 SPECS = [spec for module in CATEGORY_MODULES for spec in module.TOOLS]
 
 
