@@ -5,6 +5,9 @@ The browser's view of the same (cookie set by a navigation) is the last test."""
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import httpx2
 import pytest
 from dashboard_helpers import WHY, browser_page, serving
@@ -168,3 +171,34 @@ async def test_browser_presents_the_token_once(make_dash_app, tmp_path):
         await page.click("#search-form button[type=submit]")
         await page.locator("#search-results .note").filter(has_text="result").wait_for()
         assert all(status != 401 for url, status in statuses if "/dashboard" in url), statuses
+
+
+async def test_live_stream_pushes_now_and_ends_cleanly_at_shutdown(make_dash_app):
+    app = make_dash_app()
+    await _store(app, "The deploy failed because the database migration timed out after 30 seconds.")
+    events: list[str] = []
+    ended = anyio.Event()
+
+    async def read_stream(base: str, first: anyio.Event) -> None:
+        async with httpx2.AsyncClient(base_url=base, timeout=30) as http:
+            async with http.stream("GET", "/dashboard/api/stream") as response:
+                assert response.status_code == 200
+                assert response.headers["content-type"].startswith("text/event-stream")
+                async for line in response.aiter_lines():  # raises if the server cuts the stream mid-way
+                    if line.startswith("event: "):
+                        events.append(line.removeprefix("event: "))
+                    if line.startswith("data: ") and events[-1:] == ["now"]:
+                        assert json.loads(line.removeprefix("data: "))["metrics"]["memory_count"] == 1
+                        first.set()
+        ended.set()
+
+    async with anyio.create_task_group() as tg:
+        async with serving(app) as base:
+            first = anyio.Event()
+            tg.start_soon(read_stream, base, first)
+            with anyio.fail_after(30):
+                await first.wait()
+        # serving() has shut the server down: the stream was ended by the server, not cut
+        with anyio.fail_after(30):
+            await ended.wait()
+    assert events[:2] == ["now", "history"]

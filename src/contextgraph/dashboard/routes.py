@@ -65,6 +65,7 @@ class DashboardRoutes:
         token = app.settings.token
         self.auth = DashboardAuth(token, int(d["cookie_max_age_seconds"])) if token else None
         self.invalid_code = app.constitution.error("INVALID_PARAMS").code
+        self._streams: set[anyio.Event] = set()  # one per open live stream: set to end it (server shutdown)
         self._static = {name: resources.files("contextgraph.dashboard").joinpath("static", name).read_bytes()
                         for name in STATIC}
 
@@ -167,9 +168,24 @@ class DashboardRoutes:
     async def stream(self, request: Request) -> Response:
         return EventSourceResponse(self._events(), headers=NO_STORE, ping=15)
 
+    def close_all(self) -> None:
+        """End every live stream (the server is shutting down): the pages see the stream close and reconnect to
+        whichever server answers next, instead of holding the shutdown for its grace period."""
+        for closing in list(self._streams):
+            closing.set()
+
     async def _events(self) -> AsyncIterator[dict[str, str]]:
+        closing = anyio.Event()
+        self._streams.add(closing)
+        try:
+            async for event in self._ticks(closing):
+                yield event
+        finally:
+            self._streams.discard(closing)
+
+    async def _ticks(self, closing: anyio.Event) -> AsyncIterator[dict[str, str]]:
         sent: list[float] | None = None  # the newest sample's time the page has
-        while True:
+        while not closing.is_set():
             try:
                 yield {"event": "now", "data": json.dumps(await self.api.now())}
                 history = self.api.history()
@@ -180,7 +196,8 @@ class DashboardRoutes:
             except ApiError as exc:  # e.g. the store failed to open: say so, keep the stream for the next tick
                 yield {"event": "problem", "data": json.dumps({"code": exc.failure.code,
                                                                "message": exc.failure.message})}
-            await anyio.sleep(self.interval)
+            with anyio.move_on_after(self.interval):
+                await closing.wait()
 
 
 # The page loads only its own script and stylesheet; inline JSON data is not script. No frames, no other origins.

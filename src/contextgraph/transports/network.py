@@ -134,4 +134,5 @@ async def _run_uvicorn(server, sock: socket.socket, service) -> None:
             await done.wait()
         finally:
             service.sse.close_all()
+            service.dashboard.close_all()  # live dashboard streams end too, or they would hold the drain
             server.should_exit = True
