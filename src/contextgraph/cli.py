@@ -21,6 +21,10 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--home", help="data directory (default $CONTEXTGRAPH_HOME or ~/.context-graph)")
+        p.add_argument("--store-url", metavar="URL",
+                       help="where the memories live (default $CONTEXTGRAPH_STORE_URL, else LMDB in the data "
+                            "directory): postgresql://user:password@host:port/db (any libpq URI, unix sockets as "
+                            "?host=/dir) for a shared PostgreSQL with pgvector, or lmdb:///path")
         p.add_argument("--profile", choices=("all", "core"),
                        help="tools listed at start: all, or core + curation + discovery (default "
                             "$CONTEXTGRAPH_PROFILE or all)")
@@ -110,6 +114,17 @@ def _parser() -> argparse.ArgumentParser:
     exporter.add_argument("--out", metavar="FILE", help="write to FILE (complete or not at all) instead of stdout")
     common(exporter)
 
+    migrate = commands.add_parser(
+        "migrate", help="copy an LMDB store into PostgreSQL",
+        description="Copy an LMDB store (every memory, its seq and fingerprint bytes, the operation log, edges, "
+                    "tombstones, lineage, the engine's state) into an empty PostgreSQL database, with a progress "
+                    "bar on stderr. Resumable: run the same command again after an interruption. The counts are "
+                    "verified at the end. Stop the servers writing to the source first.")
+    migrate.add_argument("--from", dest="source", required=True, metavar="lmdb:///PATH",
+                         help="the data directory holding the LMDB store (lmdb:///path, or a plain path)")
+    migrate.add_argument("--to", dest="target", required=True, metavar="postgresql://…",
+                         help="the PostgreSQL database (any libpq URI)")
+
     doctor = commands.add_parser("doctor", help="check the installation and data directory",
                                  description="Check data directory, model availability and package versions; "
                                              "print what is missing and how to fix it.")
@@ -136,6 +151,7 @@ def _settings(args: argparse.Namespace, **overrides):
         "port": getattr(args, "port", None),
         "http_port": getattr(args, "http_port", None),
         "sse_heartbeat_seconds": getattr(args, "sse_heartbeat", None),
+        "store_url": getattr(args, "store_url", None),
     }
     if flags["transport"] == "http" and flags["port"] is not None:  # --port names the chosen transport's port
         flags["http_port"], flags["port"] = flags["port"], None
@@ -316,13 +332,23 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from contextgraph.config import store_location
     from contextgraph.storage.maintenance import STORE_DIR, reindex
 
     settings = _settings(args)
-    if not (settings.home / STORE_DIR).is_dir():
-        print(f"contextgraph: no store in {settings.home}; nothing to reindex", file=sys.stderr)
+    backend, where = store_location(settings.store_url, settings.home)
+    if backend != "lmdb":
+        print("contextgraph: a PostgreSQL store's indexes live in the database and are kept by every write; "
+              "rebuild one with REINDEX INDEX contextgraph.vec_eNN_hnsw (contextgraph doctor lists them)",
+              file=sys.stderr)
         return 1
-    sizes = reindex(settings.home)
+    home = Path(where)
+    if not (home / STORE_DIR).is_dir():
+        print(f"contextgraph: no store in {home}; nothing to reindex", file=sys.stderr)
+        return 1
+    sizes = reindex(home)
     print(", ".join(f"E{space}: {size}" for space, size in sorted(sizes.items())) or "empty store")
     return 0
 
@@ -353,6 +379,35 @@ def _quiet_settings(args: argparse.Namespace):
     return _settings(args, log_level="warn") if settings.log_level == "info" else settings
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from contextgraph.config import SettingsError, store_location
+    from contextgraph.errors import StorageError
+
+    source = args.source if "://" in args.source else f"lmdb://{Path(args.source).expanduser().resolve()}"
+    backend, home = store_location(source, Path.cwd())
+    target_backend, target = store_location(args.target, Path.cwd())
+    if backend != "lmdb" or target_backend != "postgresql":
+        raise SettingsError("migrate copies an LMDB store (--from lmdb:///path) into PostgreSQL "
+                            "(--to postgresql://…)")
+    if not (Path(home) / "store" / "data.mdb").is_file():
+        print(f"contextgraph: no LMDB store in {home} (expected {Path(home) / 'store'})", file=sys.stderr)
+        return 1
+    from contextgraph.storage.maintenance import ProgressBar
+    from contextgraph.storage.postgres.migrate import migrate_lmdb_to_postgres
+
+    try:
+        report = migrate_lmdb_to_postgres(Path(home), str(target), ProgressBar("migrate (oplog seqs)"))
+    except StorageError as exc:
+        print(f"contextgraph: {exc}", file=sys.stderr)
+        return 1
+    counts = ", ".join(f"{name} {n}" for name, n in report.counts.items())
+    resumed = f", resumed after seq {report.resumed_from}" if report.resumed_from else ""
+    print(f"migrated {home} in {report.seconds:.1f} s{resumed}; verified equal: {counts}")
+    return 0
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from contextgraph.doctor import report, run_checks
 
@@ -367,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         commands = {"serve": _serve, "call": _call, "hooks": _hooks, "tools": _tools, "reindex": _reindex,
-                    "import": _import, "export": _export,
+                    "import": _import, "export": _export, "migrate": _migrate,
                     "doctor": _doctor}
         return commands[args.command](args)
     except SettingsError as exc:  # e.g. CONTEXTGRAPH_PROFILE names no profile

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from contextgraph.config import Settings
+from contextgraph.config import Settings, store_location
 from contextgraph.constitution import ConstitutionError, constitution
 
 _REQUIRED_PACKAGES = ("mcp", "pydantic", "structlog", "pyyaml", "anyio", "numpy", "onnxruntime", "tokenizers")
@@ -129,6 +129,20 @@ def check_indexes(home: Path) -> Check:
     return Check("indexes", True, f"{directory} loads" + leftover_note)
 
 
+def check_store_url(settings: Settings) -> list[Check]:
+    """The store the settings name: LMDB (the data directory's, or lmdb:///path's) with its saved indexes, or a
+    PostgreSQL database (storage/postgres/doctor_checks.py: connectivity, versions, schema, HNSW indexes)."""
+    backend, where = store_location(settings.store_url, settings.home)
+    if backend == "lmdb":
+        return [check_store(Path(where)), check_indexes(Path(where))]
+    try:
+        from contextgraph.storage.postgres.doctor_checks import postgres_findings
+    except ImportError as exc:
+        return [Check("postgres", False, f"the PostgreSQL driver is not installed: {exc}",
+                      "./scripts/setup.sh (or pip install -e .: psycopg[binary], psycopg-pool, pgvector)")]
+    return [Check(f.name, f.ok, f.detail, f.fix) for f in postgres_findings(str(where))]
+
+
 def check_registry(settings: Settings) -> Check:
     from contextgraph.tools.catalog import build_registry
     from contextgraph.tools.registry import RegistryError
@@ -185,8 +199,7 @@ def run_checks(settings: Settings, *, warm: bool = False) -> list[Check]:
     except ConstitutionError as exc:
         return [*checks, Check("constitution", False, str(exc), "restore constitution.yaml")]
     checks.append(check_data_dir(settings.home))
-    checks.append(check_store(settings.home))
-    checks.append(check_indexes(settings.home))
+    checks.extend(check_store_url(settings))
     checks.extend(check_packages())
     checks.append(check_model())
     if warm:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import LiteralString
 
 import numpy as np
 from psycopg import sql
@@ -69,7 +70,7 @@ def bm25_scores(query_terms: np.ndarray, term_idf: np.ndarray, docs: Sequence[Sp
     return np.bincount(owner_hit, weights=part, minlength=len(docs))
 
 
-_DENSE_SQL = {
+_DENSE_SQL: dict[str, LiteralString] = {
     "cosine": "SELECT seq, 1 - (v <=> %(q)s) FROM {t} ORDER BY v <=> %(q)s LIMIT %(k)s",
     "ip": "SELECT seq, -(v <#> %(q)s) FROM {t} ORDER BY v <#> %(q)s LIMIT %(k)s",
     "hamming": "SELECT seq, 1 - (v <~> %(q)s) / %(bits)s FROM {t} ORDER BY v <~> %(q)s LIMIT %(k)s",

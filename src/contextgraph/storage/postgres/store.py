@@ -48,8 +48,11 @@ def session_key(session: str) -> str:
     return session if len(session.encode()) <= 256 else "sha256:" + hashlib.sha256(session.encode()).hexdigest()
 
 
+MIGRATION_DOC = "migration"  # the state of a `contextgraph migrate` into this database (migrate.py)
+
+
 class PgStore:
-    def __init__(self, url: str, pool_size: int = POOL_MAX) -> None:
+    def __init__(self, url: str, pool_size: int = POOL_MAX, allow_unfinished_migration: bool = False) -> None:
         self.url = url
         self.where = redact(url)
         with connect(url) as conn:
@@ -61,6 +64,11 @@ class PgStore:
         self._types: dict[int, tuple[int, str]] = {}
         row = self._read(lambda cur: cur.execute("SELECT store_id FROM store").fetchone())
         self.store_id = str(row[0]) if row else ""
+        migration = self.get_document(MIGRATION_DOC)
+        if migration is not None and not migration.get("done") and not allow_unfinished_migration:
+            self.close()
+            raise StorageError(f"a migration into {self.where} has not finished; run the same `contextgraph "
+                               "migrate` again to complete it before serving this database")
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -81,6 +89,10 @@ class PgStore:
                 return fn(cur)
         except psycopg.Error as exc:
             raise StorageError(f"store write failed ({self.where}): {exc}") from exc
+
+    def run_write(self, fn: Callable[[psycopg.Cursor], T]) -> T:
+        """One transaction under the write lock on a raw cursor (the migration's batches)."""
+        return self._write(fn)
 
     def _read(self, fn: Callable[[psycopg.Cursor], T], snapshot: bool = False) -> T:
         try:
@@ -105,7 +117,10 @@ class PgStore:
         return self._types
 
     def _ensure_spaces(self, fingerprint: Fingerprint) -> None:
-        dims = schema.fingerprint_dims(fingerprint)
+        self.ensure_spaces(schema.fingerprint_dims(fingerprint))
+
+    def ensure_spaces(self, dims: dict[int, int]) -> None:
+        """Make the vector tables of a fingerprint with these dimensions, or check them against those made."""
         types = self.space_types()
         if len(types) < len(schema.VECTOR_SPACES):
             try:
