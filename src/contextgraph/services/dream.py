@@ -11,8 +11,10 @@ a kill never loses an applied update and never leaves half of one.
 
 Triggers (when `auto` is on: `serve`, not one-shot calls or tests): an identity-continuity fall below 0.5 or
 the meta-cognition's request (the cognitive state's requests), entropy above 0.7 for 5 minutes, or activity
-below 0.15 after idle_seconds without a memory operation; never with a request in flight, never during a bulk
-load, never sooner than min_interval_seconds after the last dream, and only with something new to consolidate.
+below 0.15 after idle_seconds without a memory operation; never with a request in flight, never while the store's
+operation log is still growing (a bulk load, another process writing to the same data directory: the log must
+have stood still for idle_seconds), never sooner than min_interval_seconds after the last dream, and only with
+something new to consolidate.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class DreamService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake_requested: float | None = None
         self._rng = np.random.default_rng(int(self.walks["seed"]))
+        self._seen_seq = -1  # the store's last oplog seq when the triggers last looked, and when it last moved
+        self._seq_changed_at: float | None = None
         activity.listeners.append(self._on_activity)
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -320,6 +324,13 @@ class DreamService:
         if self.last_dream_end is not None and time.time() - self.last_dream_end < float(a["min_interval_seconds"]):
             return None
         if not self.storage.is_open:
+            return None
+        # the store's operation log still growing (a bulk load, another server process on this data directory):
+        # not idle, whatever this process's own calls say
+        seq, now = self.storage.store.last_seq(), time.monotonic()
+        if seq != self._seen_seq:
+            self._seen_seq, self._seq_changed_at = seq, now
+        if self._seq_changed_at is not None and now - self._seq_changed_at < float(a["idle_seconds"]):
             return None
         if self.storage.store.count() == self.memories_at_last_dream and not self.workspace.replay_queue:
             return None  # nothing new to consolidate
