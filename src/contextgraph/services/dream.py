@@ -179,7 +179,10 @@ class DreamService:
         self._stop.set()
         self.state = "Waking"
         if self._loop is not None and self._wake is not None:
-            self._loop.call_soon_threadsafe(self._wake.set)
+            try:
+                self._loop.call_soon_threadsafe(self._wake.set)
+            except RuntimeError:  # its event loop has closed (a process ending mid-dream): nothing left to wake
+                pass
 
     def _on_activity(self, tool: str) -> None:
         self.request_wake(f"{tool} call")
