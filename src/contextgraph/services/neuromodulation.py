@@ -92,7 +92,8 @@ class NeuromodulationService:
                          "effect": {k: round(v, _PRECISION) for k, v in effects[name].items()}}
         with self._lock:
             recent = list(self.history)[-10:]
-        return {"modulators": out, "at_baseline": modulation.neutral, "recent_changes": recent}
+        # each modulator under its own name (the shape clients rely on), then what holds for all of them
+        return {**out, "at_baseline": modulation.neutral, "recent_changes": recent}
 
     # -- writes --------------------------------------------------------------------------------------------
     def adjust(self, name: str, delta: float, source: str = "adjust_neuromodulator") -> dict[str, Any]:
