@@ -381,11 +381,20 @@
   if (LIVE) {
     requestAnimationFrame(animate);
     const status = $("live-status");
-    const source = new EventSource("/dashboard/api/stream");
-    source.addEventListener("open", () => { status.textContent = "live"; status.dataset.state = "live"; });
-    source.addEventListener("error", () => { status.textContent = "reconnecting…"; status.dataset.state = "error"; });
-    source.addEventListener("now", (ev) => guarded("now", () => renderNow(JSON.parse(ev.data))));
-    source.addEventListener("history", (ev) => guarded("history", () => renderHistory(JSON.parse(ev.data))));
-    source.addEventListener("problem", (ev) => { status.textContent = JSON.parse(ev.data).message; status.dataset.state = "error"; });
+    let source = null;
+    // Each push is a handful of tool calls (logged like any other): a tab nobody looks at closes its stream and
+    // reopens it when shown again, so a forgotten tab does not fill the server's log ring.
+    const open = () => {
+      if (source) return;
+      source = new EventSource("/dashboard/api/stream");
+      source.addEventListener("open", () => { status.textContent = "live"; status.dataset.state = "live"; });
+      source.addEventListener("error", () => { status.textContent = "reconnecting…"; status.dataset.state = "error"; });
+      source.addEventListener("now", (ev) => guarded("now", () => renderNow(JSON.parse(ev.data))));
+      source.addEventListener("history", (ev) => guarded("history", () => renderHistory(JSON.parse(ev.data))));
+      source.addEventListener("problem", (ev) => { status.textContent = JSON.parse(ev.data).message; status.dataset.state = "error"; });
+    };
+    const close = () => { if (source) { source.close(); source = null; status.textContent = "paused (tab hidden)"; status.dataset.state = "paused"; } };
+    document.addEventListener("visibilitychange", () => (document.visibilityState === "hidden" ? close() : open()));
+    if (document.visibilityState !== "hidden") open();
   }
 })();
