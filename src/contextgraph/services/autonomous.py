@@ -86,9 +86,9 @@ class AutonomousService:
         corpus = read_corpus(self.storage.store, int(s["max_scan"]))
         t = themes(corpus, 2, 1 + max_candidates, s)
         c = t.clustering
-        d = dominant(c.labels)
-        rows = np.flatnonzero(c.labels == d)
-        confidence = stability(corpus.vectors, rows, c.k, int(s["stability_restarts"]),
+        d = dominant(t.labels[t.labels >= 0]) if (t.labels >= 0).any() else 0
+        rows = np.flatnonzero(t.labels == d)
+        confidence = stability(corpus.vectors, np.flatnonzero(c.labels == d), c.k, int(s["stability_restarts"]),
                                minibatch_above=int(s["minibatch_above"])) if c.k > 1 else 0.0
         star = self._star_of(corpus, rows, c.centroids[d])
         view = StarView("proposal", star, self.teleology.weights, self.teleology.alignment_threshold())
@@ -103,7 +103,8 @@ class AutonomousService:
             "star": star, "member_ids": [corpus.records[i].id for i in rows],
             "scanned": len(corpus), "k": c.k, "silhouette": round(c.silhouette, 6),
             "silhouettes_by_k": {str(k): v for k, v in c.silhouettes_by_k.items()},
-            "cluster_sizes": t.sizes, "size": len(rows), "share": round(len(rows) / max(len(corpus), 1), 4),
+            "cluster_sizes": t.sizes, "unthemed": int((t.labels < 0).sum()), "size": len(rows),
+            "share": round(len(rows) / max(len(corpus), 1), 4),
             "label": label(t.terms[d]), "terms": t.terms[d], "coherence": t.coherence[d],
             "confidence": round(confidence, 4),
             "reference": None if reference is None else [round(float(v), 5) for v in reference],

@@ -222,7 +222,7 @@ class AutonomousCuration:
         c = t.clustering
         goals = []
         for g in range(c.k):
-            rows = np.flatnonzero(c.labels == g)
+            rows = np.flatnonzero(t.labels == g)
             if not len(rows):
                 continue
             confidence = (1.0 + t.silhouette[g]) / 2.0
@@ -242,11 +242,13 @@ class AutonomousCuration:
                                                                   for x in goals]}).result()
         return {"sub_goals": kept, "count": len(kept), "clusters": c.k, "k": c.k, "scanned": len(corpus),
                 "parent_goal_id": parent or star, "silhouette": round(c.silhouette, 4),
+                "unthemed_ids": [corpus.records[i].id for i in np.flatnonzero(t.labels < 0)],
                 "below_confidence": [{"label": x["label"], "size": x["size"], "confidence": x["confidence"]}
                                      for x in goals if x["confidence"] < min_confidence],
                 "method": "spherical k-means over E1, k by the cosine silhouette; label: the cluster's most "
                           "characteristic terms (class-based TF-IDF); coherence: mean E1 cosine of the members "
-                          "to their centroid; confidence: (1 + the members' mean silhouette) / 2"}
+                          "to their centroid; confidence: (1 + the members' mean silhouette) / 2; unthemed: memories "
+                          "far less close to their cluster's centroid than its median member (outlier_ratio)"}
 
 
 def _suggestion(reasons: list[dict[str, Any]], memory_id: str) -> dict[str, Any]:

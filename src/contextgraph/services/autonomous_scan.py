@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from contextgraph.storage.base import MemoryRecord, MemoryStore
-from contextgraph.teleology.clustering import Clustering, cluster, coherence, member_silhouettes
+from contextgraph.teleology.clustering import Clustering, cluster, coherence, member_silhouettes, unit
 from contextgraph.teleology.labels import characteristic_terms
 
 SEMANTIC = 1
@@ -41,6 +41,7 @@ class Themes:
     """The clusters of a corpus, described."""
 
     clustering: Clustering
+    labels: np.ndarray  # the clustering's labels with outliers as -1
     sizes: list[int]
     coherence: list[float]  # mean E1 cosine of members to their centroid
     silhouette: list[float]  # mean member silhouette per cluster
@@ -51,15 +52,23 @@ def themes(corpus: Corpus, k_min: int, k_max: int, settings: dict[str, Any]) -> 
     c = cluster(corpus.vectors, k_min, k_max, seed=int(settings["cluster_seed"]),
                 sample=int(settings["silhouette_sample"]), minibatch_above=int(settings["minibatch_above"]))
     k = c.k
-    sizes = np.bincount(c.labels, minlength=k).tolist()
-    coh = coherence(corpus.vectors, c.labels, c.centroids).tolist()
+    # k-means puts every memory in some cluster, an unrelated note too; a member far less close to its centroid
+    # than the cluster's median member (below outlier_ratio × that cosine) belongs to no theme (measured on the
+    # purpose benchmark: unrelated notes at cosine 0.12-0.27 to their centroid, theme members 0.47-0.75)
+    closeness = (unit(corpus.vectors) * c.centroids[c.labels]).sum(axis=1) if len(corpus) else np.zeros(0)
+    medians = np.array([np.median(closeness[c.labels == i]) if (c.labels == i).any() else 0.0 for i in range(k)])
+    ratio = float(settings["subgoals"]["outlier_ratio"])
+    labels = np.where(closeness >= ratio * medians[c.labels], c.labels, -1) if len(corpus) else c.labels
+    sizes = np.bincount(labels[labels >= 0], minlength=k).tolist()
+    coh = coherence(corpus.vectors, labels, c.centroids).tolist()
     if len(corpus) <= int(settings["silhouette_sample"]):
         sil = member_silhouettes(corpus.vectors, c.labels)
-        per = [float(sil[c.labels == i].mean()) if (c.labels == i).any() else 0.0 for i in range(k)]
+        per = [float(sil[labels == i].mean()) if (labels == i).any() else 0.0 for i in range(k)]
     else:  # at scale the per-member silhouette is quadratic: the clustering's sampled mean stands for each
         per = [c.silhouette] * k
-    terms = characteristic_terms([r.content for r in corpus.records], c.labels, k, int(settings["label_terms"]))
-    return Themes(c, [int(x) for x in sizes], [round(float(x), 6) for x in coh], [round(x, 6) for x in per], terms)
+    terms = characteristic_terms([r.content for r in corpus.records], labels, k, int(settings["label_terms"]))
+    return Themes(c, labels, [int(x) for x in sizes], [round(float(x), 6) for x in coh], [round(x, 6) for x in per],
+                  terms)
 
 
 def label(terms: list[str]) -> str:
