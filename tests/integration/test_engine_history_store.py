@@ -58,3 +58,24 @@ async def test_a_store_without_a_saved_history_opens_with_an_empty_one(tmp_path,
         assert not again.services.history.samples and again.services.history.counts == {"store": 0, "search": 0}
     finally:
         again.close()
+
+
+async def test_the_dispatcher_tells_its_observers_and_survives_a_broken_one(tmp_path, make_settings):
+    app = build_app(make_settings(tmp_path / "home"))
+    seen = []
+
+    def broken(tool, latency_ms, ok, pulse):
+        raise RuntimeError("an observer's bug")
+
+    app.dispatcher.observers[:0] = [broken, lambda *call: seen.append(call)]
+    try:
+        out = await _call(app, "tool_active", {})
+        assert out["count"] >= 1  # answered despite the broken observer
+        try:
+            await _call(app, "tool_find", {"query": "x", "limit": 999})
+        except Exception:
+            pass
+        assert [(tool, ok) for tool, _ms, ok, _pulse in seen] == [("tool_active", True), ("tool_find", False)]
+        assert all(ms >= 0 and set(pulse) >= {"entropy", "coherence"} for _t, ms, _ok, pulse in seen)
+    finally:
+        app.close()
