@@ -123,6 +123,9 @@ async def test_search_memory_page_and_graph_expansion(dash_app, tmp_path):
             await graph.locator("g.node").nth(2).wait_for()
             assert await graph.locator("g.node").count() == 3
             assert await graph.locator(f"g.node.expanded[data-node-id='{other}']").count() == 1
+            # a click on an expanded node opens its page
+            await graph.locator(f"g.node[data-node-id='{other}'] circle").click()
+            await page.locator("#memory-page [data-field='memory-id']").filter(has_text=other).wait_for()
             await shoot(page, tmp_path, "search")
             assert errors == []
 
@@ -192,6 +195,7 @@ async def test_live_page_streams_and_the_oscillators_move(dash_app, tmp_path):
             count = page.locator("[data-metric='memory_count']")
             await count.filter(has_text="2").wait_for(timeout=15_000)
             assert await count.get_attribute("data-value") == "2"
+            await page.locator("#recent-list li[data-memory-id]").nth(1).wait_for()  # the list follows
             phase = await page.locator("[data-oscillator='1']").text_content()
             await page.locator("[data-oscillator='1']").filter(has_not_text=phase or "").wait_for(timeout=15_000)
             await shoot(page, tmp_path, "live")

@@ -68,6 +68,12 @@
     if (now.error) { $("live-status").textContent = now.error.message; $("live-status").dataset.state = "error"; return; }
     $("live-status").dataset.state = LIVE ? "live" : "snapshot";
     const m = now.metrics;
+    // the memories changed since the last push (stored, merged, forgotten elsewhere): the lists follow
+    if (osc.memoryCount !== undefined && osc.memoryCount !== m.memory_count) {
+      Promise.all([api("recent"), api("curation")]).then(([recent, curation]) => { renderRecent(recent); renderCuration(curation); })
+        .catch((err) => console.error("refresh", err));
+    }
+    osc.memoryCount = m.memory_count;
     for (const name of ["memory_count", "edge_count", "entropy", "coherence", "learning_score", "kuramoto_r"]) setMetric(name, m[name]);
     m.oscillators.forEach((phase, i) => {
       const node = document.querySelector(`[data-oscillator="${i + 1}"]`);
@@ -259,7 +265,7 @@
     try { graph.add(id, (await api("neighbourhood/" + encodeURIComponent(id))).neighbors); }
     catch (err) { $("graph-caption").textContent = errorText(err); }
   }
-  const graph = new CG.GraphView($("graph-view"), $("graph-legend"), expandNode);
+  const graph = new CG.GraphView($("graph-view"), $("graph-legend"), expandNode, (id) => openMemory(id));
 
   $("search-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();

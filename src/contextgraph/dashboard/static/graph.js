@@ -4,10 +4,11 @@
 (function () {
   const TYPES = ["Semantic", "Temporal", "Causal", "Hierarchical", "Relational"];
 
-  function GraphView(target, legend, onExpand) {
+  function GraphView(target, legend, onExpand, onOpen) {
     this.target = target;
     this.legend = legend;
     this.onExpand = onExpand;
+    this.onOpen = onOpen;
     this.nodes = new Map();  // id → {id, label, x, y, vx, vy, expanded}
     this.edges = new Map();  // "a|b|type" → {a, b, type, weight}
   }
@@ -87,8 +88,9 @@
       svg("circle", { cx: n.x, cy: n.y, r: n.id === this.center ? 11 : 8 }, g);
       const text = (n.label || n.id).replace(/\s+/g, " ");
       svg("text", { x: n.x + 12, y: n.y + 4, class: "node-label" }, g).textContent = text.length > 28 ? text.slice(0, 27) + "…" : text;
-      svg("title", {}, g).textContent = (n.expanded ? "" : "click to expand: ") + text;
-      const expand = () => { if (!n.expanded) this.onExpand(n.id); };
+      svg("title", {}, g).textContent = (n.expanded ? "click to open its page: " : "click to expand: ") + text;
+      // first click: its neighbourhood joins the graph; a click on an expanded node opens the memory's page
+      const expand = () => { if (n.expanded) this.onOpen(n.id); else this.onExpand(n.id); };
       g.addEventListener("click", expand);
       g.addEventListener("keydown", (ev) => { if (ev.key === "Enter") expand(); });
     }
