@@ -1,7 +1,8 @@
 """The dashboard in a real headless browser (Debian's chromium driven by Playwright) against a real server: memories
 stored through MCP (Streamable HTTP), the page's numbers checked against the MCP tools, a search, a memory's page
 and its neighbourhood graph, a merge of two near-duplicates clicked in the UI and seen through MCP, the live
-stream. Screenshots of every panel go to the test's temp dir."""
+stream, and that a first load fetches nothing but the page and its own four files (no CDN). Screenshots of
+every panel go to the test's temp dir."""
 
 from __future__ import annotations
 
@@ -43,6 +44,12 @@ async def test_snapshot_numbers_match_the_mcp_tools(dash_app, tmp_path):
             await store(client, text)
         freeze_network(dash_app)
         async with browser_page(tmp_path) as (page, requests, errors):
+            sizes: dict[str, int] = {}
+
+            async def on_response(response):
+                sizes[response.url.rsplit("/", 1)[-1]] = len(await response.body())
+
+            page.on("response", on_response)
             started = time.perf_counter()
             response = await page.goto(base + "/dashboard?live=0")
             await page.locator("body[data-rendered='1']").wait_for(state="attached")
@@ -79,7 +86,13 @@ async def test_snapshot_numbers_match_the_mcp_tools(dash_app, tmp_path):
             # live=0: one snapshot, no stream, and nothing went wrong in the page
             assert not [u for u in requests if "/dashboard/api/stream" in u]
             assert errors == []
-            print(f"\ndashboard first render (live=0, 4 memories, server snapshot included): {render_s * 1000:.0f} ms")
+            # what a first load transfers: the page and its own four files, nothing from elsewhere (no CDN)
+            await page.wait_for_load_state("networkidle")
+            assert set(sizes) == {"dashboard?live=0", "dashboard.js", "charts.js", "graph.js", "dashboard.css"}
+            assert all(u.startswith(base) for u in requests)
+            print(f"\ndashboard first render (live=0, 4 memories, server snapshot included): {render_s * 1000:.0f} ms; "
+                  f"page weight {sum(sizes.values()) / 1024:.1f} KB: "
+                  + ", ".join(f"{name} {n / 1024:.1f} KB" for name, n in sorted(sizes.items())))
 
 
 async def test_search_memory_page_and_graph_expansion(dash_app, tmp_path):
@@ -200,26 +213,3 @@ async def test_live_page_streams_and_the_oscillators_move(dash_app, tmp_path):
             await page.locator("[data-oscillator='1']").filter(has_not_text=phase or "").wait_for(timeout=15_000)
             await shoot(page, tmp_path, "live")
             assert errors == []
-
-
-async def test_page_weight(dash_app, tmp_path):
-    """Not a budget (no timing or size is asserted beyond sanity): prints what a first load transfers."""
-    async with serving(dash_app) as base, Client(base + "/mcp", mode="legacy") as client:
-        await store(client, DEPLOY, tags=["weight"])
-        async with browser_page(tmp_path) as (page, _requests, _errors):
-            sizes: dict[str, int] = {}
-
-            async def on_response(response):
-                if "/dashboard" in response.url and "/api/stream" not in response.url:
-                    sizes[response.url] = len(await response.body())
-
-            page.on("response", on_response)
-            await page.goto(base + "/dashboard?live=0")
-            await page.locator("body[data-rendered='1']").wait_for(state="attached")
-            await page.wait_for_load_state("networkidle")
-            total = sum(sizes.values())
-            names = {u.rsplit("/", 1)[-1].split("?")[0] for u in sizes}
-            assert names >= {"dashboard.js", "charts.js", "graph.js", "dashboard.css"}
-            print(f"\ndashboard page weight: {total / 1024:.1f} KB over {len(sizes)} requests "
-                  + ", ".join(f"{u.rsplit('/', 1)[-1]} {n / 1024:.1f} KB" for u, n in sorted(sizes.items())))
-            assert 0 < total < 1_000_000
