@@ -34,6 +34,8 @@ from contextgraph.services.store_handle import StoreHandle
 from contextgraph.storage.base import MemoryStore, SearchIndexes
 
 QUARANTINE_DOC = "quarantine"
+# data directory → (memory count when sampled, the sampled nearest-neighbour distances): see _distances
+_DISTANCES: dict[str, tuple[int, np.ndarray]] = {}
 CHECKS = ("embedding_outlier", "content_misalign", "prompt_injection", "circular_logic")
 
 
@@ -65,6 +67,8 @@ class AdversarialChecks:
         self.sigma = float(a["outlier_sigma"])
         self.min_memories = int(a["outlier_min_memories"])
         self.sample = int(a["outlier_sample"])
+        self.refit_growth = float(a["outlier_refit"]["growth"])
+        self.refit_min = int(a["outlier_refit"]["min_change"])
         self.misalign = float(a["misalign_min_cosine"])
         self.circular_k = int(a["circular_k"])
         self.causal = CausalSettings.from_constitution(constitution.data)
@@ -109,16 +113,7 @@ class AdversarialChecks:
         query = np.asarray(fingerprint[1], dtype=np.float32)
         hits = indexes.search(1, query, 1)
         distance = 1.0 - float(hits[0][1]) if hits else 1.0
-        last = store.last_seq()
-        rng = random.Random(last)  # deterministic for a given store state
-        seqs = list(range(1, last + 1)) if last <= self.sample else rng.sample(range(1, last + 1), self.sample)
-        sample: list[float] = []
-        for seq, fp in zip(seqs, store.fingerprints(seqs, spaces=[1])):
-            if fp is None:
-                continue  # deleted
-            nearest = [s for other, s in indexes.search(1, np.asarray(fp[1], dtype=np.float32), 2) if other != seq]
-            if nearest:
-                sample.append(1.0 - float(nearest[0]))
+        sample = self._distances(store, indexes, count)
         z = z_score(distance, sample)
         out = {"status": "checked", "nearest_distance": round(distance, 4), "z": round(z, 3), "sigma": self.sigma,
                "store_mean": round(float(np.mean(sample)), 4), "store_sd": round(float(np.std(sample, ddof=1)), 4),
@@ -130,6 +125,29 @@ class AdversarialChecks:
                                          f"{out['store_sd']}, {len(sample)} sampled)",
                              "score": round(min(1.0, z / (2 * self.sigma)), 4)})
         return out
+
+    def _distances(self, store: MemoryStore, indexes: SearchIndexes, count: int) -> np.ndarray:
+        """Each sampled stored memory's E1 distance to its nearest other memory: what a new text's distance is a
+        z-score against. Up to `outlier_sample` memories drawn uniformly over sequence numbers (deterministic per
+        store state); kept per data directory until the store has grown or shrunk by `outlier_refit` (one HNSW
+        query per sampled memory is most of the check's cost)."""
+        key = str(self.storage.home)
+        held = _DISTANCES.get(key)
+        if held is not None and abs(count - held[0]) <= max(self.refit_min, held[0] * self.refit_growth):
+            return held[1]
+        last = store.last_seq()
+        rng = random.Random(last)
+        seqs = list(range(1, last + 1)) if last <= self.sample else rng.sample(range(1, last + 1), self.sample)
+        sample: list[float] = []
+        for seq, fp in zip(seqs, store.fingerprints(seqs, spaces=[1])):
+            if fp is None:
+                continue  # deleted
+            nearest = [s for other, s in indexes.search(1, np.asarray(fp[1], dtype=np.float32), 2) if other != seq]
+            if nearest:
+                sample.append(1.0 - float(nearest[0]))
+        distances = np.asarray(sample, dtype=np.float64)
+        _DISTANCES[key] = (count, distances)
+        return distances
 
     def _misalign(self, embedders: Any, fingerprint: Fingerprint, findings: list[dict[str, Any]]) -> dict[str, Any]:
         teleology = self.teleology

@@ -134,7 +134,8 @@ def validate_settings(path: Path) -> tuple[dict[str, Any], str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"cannot read {path}: {exc}", None) from exc
     try:
-        data = yaml.safe_load(text)
+        # libyaml's C loader when the wheel has it (as constitution.load): ~4 ms instead of ~80 for this file
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ManifestError(f"{path} is not valid YAML: {getattr(exc, 'problem', exc)}",
