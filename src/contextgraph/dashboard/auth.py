@@ -59,6 +59,14 @@ class DashboardAuth:
         morsel = cookie.get(COOKIE)
         return morsel is not None and hmac.compare_digest(morsel.value.encode(), self.session.encode())
 
+    @staticmethod
+    def refusal(scope: Scope) -> str | None:
+        """What a refused dashboard request is told (a person at a browser, usually); None elsewhere."""
+        if not is_dashboard_path(scope.get("path", "")):
+            return None
+        return ("Unauthorized: the dashboard needs this server's token. Open /dashboard?token=TOKEN once (it sets "
+                "a cookie valid for the dashboard only) or send `Authorization: Bearer TOKEN`.")
+
     def accepts(self, scope: Scope, headers: dict[str, str]) -> bool:
         """The HTTP guard's second way in, for /dashboard paths only: the session cookie or the page's ?token=."""
         if not is_dashboard_path(scope.get("path", "")):

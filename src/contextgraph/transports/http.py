@@ -82,7 +82,8 @@ class HttpService:
         dashboard_auth: DashboardAuth | None = self.dashboard.auth
         self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(checked, self.max_body), app.settings,
                                        HostRules(app.settings), invalid.code,
-                                       alternate=dashboard_auth.accepts if dashboard_auth is not None else None)
+                                       alternate=dashboard_auth.accepts if dashboard_auth is not None else None,
+                                       refusal=dashboard_auth.refusal if dashboard_auth is not None else None)
 
     @asynccontextmanager
     async def _lifespan(self, _starlette: Starlette) -> AsyncIterator[None]:

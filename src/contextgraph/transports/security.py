@@ -103,6 +103,8 @@ class HostRules:
 
 # A second way to present the token for some paths (the dashboard's session cookie): (scope, headers) → accepted.
 AlternateCredential = Callable[[Scope, dict[str, str]], bool]
+# What a refused request of some paths is told instead of the default (the dashboard's ?token=): scope → message.
+RefusalMessage = Callable[[Scope], str | None]
 
 
 class HttpGuard:
@@ -110,12 +112,13 @@ class HttpGuard:
     `alternate` accepts the request, the credential it checks)."""
 
     def __init__(self, app: ASGIApp, settings: Settings, rules: HostRules, unauthorized_code: int,
-                 alternate: AlternateCredential | None = None) -> None:
+                 alternate: AlternateCredential | None = None, refusal: RefusalMessage | None = None) -> None:
         self.app = app
         self.token = settings.token
         self.rules = rules
         self.unauthorized_code = unauthorized_code
         self.alternate = alternate
+        self.refusal = refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -132,9 +135,10 @@ class HttpGuard:
             return
         if (self.token and not token_matches(bearer(headers.get("authorization")), self.token)
                 and not (self.alternate is not None and self.alternate(scope, headers))):
+            message = self.refusal(scope) if self.refusal is not None else None
             await respond_rpc_error(
                 send, 401, None, self.unauthorized_code,
-                "Unauthorized: this server requires `Authorization: Bearer <token>` on every request.",
+                message or "Unauthorized: this server requires `Authorization: Bearer <token>` on every request.",
                 extra=[(b"www-authenticate", b'Bearer realm="contextgraph"')])
             return
         await self.app(scope, receive, send)
