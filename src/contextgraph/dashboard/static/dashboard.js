@@ -84,6 +84,8 @@
     osc.serverR = k.r; osc.serverPsi = k.psi;
     drawKuramoto();
 
+    $("now-at").textContent = `the server's numbers at ${new Date(now.at * 1000).toLocaleTimeString()}` +
+      (LIVE ? "; between pushes the circle moves by the same equation, so its r and ψ run ahead of the card's" : "");
     const pulse = now.pulse, memetic = now.memetic, c = now.consciousness;
     fill($("pulse-box"), el("h3", {}, "Pulse"), dl([
       ["Quadrant", el("span", { class: "badge q-" + String(pulse.quadrant).toLowerCase(), "data-field": "quadrant" }, pulse.quadrant)],
@@ -136,15 +138,18 @@
   // get_neuromodulation_state: each modulator's level on its [min, max] range, with the baseline it decays to
   function renderNeuromodulation(status) {
     const target = $("neuromodulation-box");
-    if (!status || !status.available || !status.modulators) { renderOptional(target, "Neuromodulators", status); return; }
-    const rows = Object.entries(status.modulators).map(([name, m]) => {
+    // the modulators by name, under `modulators` or at the top level (the tool's shape has been both)
+    const source = status && (status.modulators || status);
+    const modulators = source ? Object.entries(source).filter(([_k, m]) => m && typeof m === "object" && typeof m.level === "number") : [];
+    if (!status || !status.available || !modulators.length) { renderOptional(target, "Neuromodulators", status); return; }
+    const rows = modulators.map(([name, m]) => {
       const span = (m.max - m.min) || 1, at = (v) => 4 + 152 * Math.min(Math.max((v - m.min) / span, 0), 1);
       const bar = CG.svg("svg", { viewBox: "0 0 160 14", class: "level-bar", "data-modulator": name });
       CG.svg("rect", { x: 4, y: 4, width: 152, height: 6, rx: 3, class: "level-track" }, bar);
       CG.svg("rect", { x: 4, y: 4, width: Math.max(at(m.level) - 4, 1), height: 6, rx: 3, class: "level-fill" }, bar);
       CG.svg("line", { x1: at(m.baseline), x2: at(m.baseline), y1: 1, y2: 13, class: "level-baseline" }, bar);
       return el("tr", { title: `${name} sets ${m.controls || "?"}; baseline ${m.baseline}, range ${m.min}–${m.max}` },
-        el("td", {}, name), el("td", { class: "num", "data-level": name }, String(m.level)), el("td", {}, bar));
+        el("td", {}, name), el("td", { class: "num", "data-level": name }, Number.isInteger(m.level) ? String(m.level) : String(Number(m.level.toPrecision(4)))), el("td", {}, bar));
     });
     fill(target, el("h3", {}, "Neuromodulators"), el("table", { class: "data compact" }, el("tbody", {}, rows)),
       el("p", { class: "note" }, status.at_baseline ? "all at their baselines" : `${(status.recent_changes || []).length} recent change(s)`));
