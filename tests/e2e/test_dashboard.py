@@ -80,8 +80,18 @@ async def test_snapshot_numbers_match_the_mcp_tools(dash_app, tmp_path):
             assert await page.locator("#duplicates [data-task='duplicate']").count() >= 1
             assert await page.locator("#history-engine path.series, #history-engine circle.dot").count() >= 1
             assert await page.locator("#latency-table tbody tr").count() == 2
-            assert "not available" in (await page.locator("#neuromodulation-box").text_content() or "") or \
-                dash_app.registry.specs.get("get_neuromodulation_state") is not None
+            # neuromodulators: the levels get_neuromodulation_state reports, or "not available" without that tool
+            box = page.locator("#neuromodulation-box")
+            if "get_neuromodulation_state" in dash_app.registry.specs:
+                state = await call(client, "get_neuromodulation_state")
+                levels = {k: v["level"] for k, v in (state.get("modulators") or state).items()
+                          if isinstance(v, dict) and "level" in v}
+                assert levels
+                for name, level in levels.items():
+                    shown = float(await box.locator(f"[data-level='{name}']").text_content() or "nan")
+                    assert shown == pytest.approx(level, rel=1e-3, abs=1e-6)
+            else:
+                assert "not available" in (await box.text_content() or "")
             await shoot(page, tmp_path, "snapshot")
             # live=0: one snapshot, no stream, and nothing went wrong in the page
             assert not [u for u in requests if "/dashboard/api/stream" in u]
