@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from contextgraph.embedders import entities as en
 from contextgraph.embedders import token_spans
+from contextgraph.embedders.backbone import BATCH_SIZE, PAD_RATIO, length_buckets
 from contextgraph.embedders.base import MemoryInput
 from contextgraph.embedders.e07_code import CodeEmbedder
 from contextgraph.embedders.e09_hdc import HdcEmbedder, fold, hypervectors
@@ -145,3 +146,24 @@ def test_unordered_offsets_fall_back_to_the_overlap_test():
     spans = [(1, 2), (5, 8)]
     assert not token_spans.ordered(offsets, special)
     assert np.array_equal(token_spans.span_mask(offsets, special, spans), span_token_mask(offsets, special, spans))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 256), max_size=200))
+def test_length_buckets_partition_the_texts_with_bounded_padding(lengths):
+    lengths = np.array(lengths, dtype=np.int64)
+    buckets = length_buckets(lengths)
+    assert sorted(np.concatenate(buckets).tolist() if buckets else []) == list(range(len(lengths)))
+    for bucket in buckets:
+        sizes = lengths[bucket]
+        assert 1 <= len(bucket) <= BATCH_SIZE and sizes.max() <= PAD_RATIO * sizes.min()
+        assert (np.diff(sizes) >= 0).all()  # shortest first: each forward's width is its last text
+
+
+def test_a_bucketed_batch_encodes_as_its_texts_one_by_one(backbone):
+    texts = [text for text, _ in EDGE_CASES]
+    together = backbone.encode(texts)
+    for text, encoded in zip(texts, together):
+        alone = backbone.encode([text])[0]
+        assert np.array_equal(encoded.token_ids, alone.token_ids)
+        np.testing.assert_allclose(encoded.states, alone.states, atol=1e-4)
