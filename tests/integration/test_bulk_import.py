@@ -14,6 +14,7 @@ import pytest
 from contextgraph.app import build_app
 from contextgraph.services.adversarial import QUARANTINE_DOC
 from contextgraph.services.bulk_import import BulkImporter, import_session
+from contextgraph.services.memory_payloads import NewMemory
 from contextgraph.shell.bulk import export_store, file_sha256, import_file, parse_line
 from contextgraph.storage import lmdb_graph
 
@@ -146,6 +147,37 @@ async def test_export_then_import_into_a_fresh_directory(app, tmp_path, make_set
         assert again.getvalue() == out.getvalue()  # the same bytes: export ∘ import is the identity
     finally:
         fresh.close()
+
+
+async def test_import_and_export_on_postgresql(tmp_path, make_settings, postgres_url):
+    """The import writes through the store protocol only (graph_write, restore_memory): the same on PostgreSQL."""
+    pg = build_app(make_settings(tmp_path / "pg", CONTEXTGRAPH_STORE_URL=postgres_url))
+    try:
+        # PgGraphTxn.restore_memory cannot write the first fingerprint of an empty database (the vector tables
+        # are made by PgStore.put); the empty case is the xfail below
+        await pg.services.memory.store(NewMemory("Stored through store_memory first.", "the tables exist"))
+        path = write_jsonl(tmp_path / "corpus.jsonl", LINES[:3])
+        report = await import_file(pg, path, batch_size=2)
+        assert report.stored == 3 and [r.extra.get("import", {}).get("line") for r in records(pg)] == [None, 1, 2, 3]
+        assert (await import_file(pg, path)).already_imported == 3
+        out = io.StringIO()
+        assert export_store(pg, out) == 4
+        exported = [json.loads(line)["content"] for line in out.getvalue().splitlines()]
+        assert exported[1:3] == [line["content"] for line in LINES[:2]] and "[REDACTED:api_key]" in exported[3]
+    finally:
+        pg.close()
+
+
+@pytest.mark.xfail(strict=True, reason="PostgreSQL backend: restore_memory into a database whose vector tables "
+                                       "do not exist yet fails (KeyError in vectors.insert_rows); PgStore.put makes "
+                                       "them. Passes once restore_memory makes them too")
+async def test_import_into_an_empty_postgresql_store(tmp_path, make_settings, postgres_url):
+    pg = build_app(make_settings(tmp_path / "pg", CONTEXTGRAPH_STORE_URL=postgres_url))
+    try:
+        report = await import_file(pg, write_jsonl(tmp_path / "corpus.jsonl", LINES[:2]))
+        assert report.stored == 2
+    finally:
+        pg.close()
 
 
 async def test_a_batch_sees_its_own_earlier_memories(app):

@@ -184,10 +184,12 @@ def run_import(settings: Settings, path: Path, batch_size: int) -> int:
 
 def run_export(settings: Settings, out: Path | None) -> int:
     from contextgraph.app import build_app
+    from contextgraph.config import store_location
     from contextgraph.storage.maintenance import STORE_DIR
 
-    if not (settings.home / STORE_DIR).is_dir():
-        print(f"contextgraph export: no store in {settings.home}; nothing to export", file=sys.stderr)
+    backend, where = store_location(settings.store_url, settings.home)
+    if backend == "lmdb" and not (Path(where) / STORE_DIR).is_dir():  # not create an empty store to export it
+        print(f"contextgraph export: no store in {where}; nothing to export", file=sys.stderr)
         return 1
     app = build_app(settings)
     try:
