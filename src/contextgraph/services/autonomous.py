@@ -76,7 +76,7 @@ class AutonomousService:
                "member_ids": members[:50], "members_listed": min(len(members), 50),
                "confidence_method": CONFIDENCE_METHOD, "recompute": dict(self.teleology.recompute),
                "elapsed_ms": elapsed}
-        self._remember("bootstrap", {"star_id": entry["id"], "confidence": proposal["confidence"],
+        await self.remember("bootstrap", {"star_id": entry["id"], "confidence": proposal["confidence"],
                                      "elapsed_ms": elapsed})
         return out
 
@@ -145,7 +145,7 @@ class AutonomousService:
             out["star_history"] = [*state.get("history", []), state.get("star")]
         else:
             out.pop("windows_detail", None)
-        self._remember("drift", {"severity": out["severity"], "trend": out["trend"], "timeframe": timeframe})
+        await self.remember("drift", {"severity": out["severity"], "trend": out["trend"], "timeframe": timeframe})
         return out
 
     def _drift(self, view: StarView, timeframe: str) -> dict[str, Any]:
@@ -220,7 +220,7 @@ class AutonomousService:
                        undo={"tool": "trigger_drift_correction", "arguments": {"revert_to": view.id, "execute": True}})
         else:
             out["hint"] = "Dry run: nothing changed. Call again with execute=true to apply this correction."
-        self._remember("correction", {"strategy": strategy, "executed": execute, "severity": sev})
+        await self.remember("correction", {"strategy": strategy, "executed": execute, "severity": sev})
         return out
 
     def _plan(self, view: StarView, strategy: str, report: dict[str, Any],
@@ -281,14 +281,16 @@ class AutonomousService:
         assert star is not None
         entry = await anyio.to_thread.run_sync(
             lambda: self.teleology.set_star(star, keep, doc.get("members", []), "revert", star_id=star_id))
-        self._remember("correction", {"strategy": "revert", "executed": True})
+        await self.remember("correction", {"strategy": "revert", "executed": True})
         return {"strategy": "revert", "dry_run": False, "executed": True, "star_id": entry["id"],
                 "previous_star_id": current}
 
     # -- bookkeeping -----------------------------------------------------------------------------------------
-    def _remember(self, service: str, summary: dict[str, Any]) -> None:
+    async def remember(self, service: str, summary: dict[str, Any]) -> None:
+        """Log the operation in the teleology document (get_autonomous_status reads it), off the event loop."""
         self.last[service] = {"at": time.time(), **summary}
-        self.teleology.save(lambda s: self.teleology.log_operation(s, {"operation": service, **summary}))
+        await anyio.to_thread.run_sync(
+            lambda: self.teleology.save(lambda s: self.teleology.log_operation(s, {"operation": service, **summary})))
 
 
 def _brief(report: dict[str, Any]) -> dict[str, Any]:

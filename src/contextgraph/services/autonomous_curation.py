@@ -44,7 +44,7 @@ class AutonomousCuration:
         started = time.perf_counter()
         out = await anyio.to_thread.run_sync(lambda: self._prune(limit, min_staleness_days, min_alignment))
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        self.autonomous._remember("pruning", {"candidates": out["count"], "scanned": out["scanned"]})
+        await self.autonomous.remember("pruning", {"candidates": out["count"], "scanned": out["scanned"]})
         return out
 
     def _prune(self, limit: int, min_staleness_days: int, min_alignment: float) -> dict[str, Any]:
@@ -129,7 +129,7 @@ class AutonomousCuration:
                 merges.append({"ids": p["ids"], "merged": True, "merged_id": result["merged_id"],
                                "reversal_hash": result["reversal_hash"]})
         elapsed = round((time.perf_counter() - started) * 1000, 1)
-        self.autonomous._remember("consolidation", {
+        await self.autonomous.remember("consolidation", {
             "pairs": len(chosen), "executed": execute, "merged": sum(1 for m in merges if m.get("merged"))})
         out: dict[str, Any] = {
             "dry_run": not execute, "strategy": strategy, "min_similarity": min_similarity, "scanned": scanned,
@@ -193,7 +193,7 @@ class AutonomousCuration:
         started = time.perf_counter()
         out = await anyio.to_thread.run_sync(lambda: self._sub_goals(min_confidence, max_goals, parent_goal_id))
         out["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        self.autonomous._remember("subgoals", {"found": len(out["sub_goals"]), "k": out["k"]})
+        await self.autonomous.remember("subgoals", {"found": len(out["sub_goals"]), "k": out["k"]})
         return out
 
     def _sub_goals(self, min_confidence: float, max_goals: int, parent: str | None) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class TeleologyProfiles:
                        "embedder_weights": self._weights(fields), "group_priorities": self._groups(fields),
                        "fusion_strategy": fields.get("fusion_strategy") or "hierarchical",
                        "created_at": now, "updated_at": now}
-            self._store({**profiles, pid: profile}, {"operation": "profile_created", "profile_id": pid})
+            await self._store({**profiles, pid: profile}, {"operation": "profile_created", "profile_id": pid})
             return {"action": "create", "profile": profile}
         if profile_id is None:
             raise InvalidParams(f"{action} needs a profile_id.", field="profile_id", allowed=sorted(profiles))
@@ -68,7 +68,7 @@ class TeleologyProfiles:
             return {"action": "read", "profile": profiles[profile_id]}
         if action == "delete":
             rest = {k: v for k, v in profiles.items() if k != profile_id}
-            self._store(rest, {"operation": "profile_deleted", "profile_id": profile_id})
+            await self._store(rest, {"operation": "profile_deleted", "profile_id": profile_id})
             return {"action": "delete", "deleted": profile_id, "profile": profiles[profile_id]}
         old = profiles[profile_id]
         new = {**old, "updated_at": time.time()}
@@ -82,7 +82,7 @@ class TeleologyProfiles:
             new["group_priorities"] = self._groups(fields)
         if fields.get("fusion_strategy"):
             new["fusion_strategy"] = fields["fusion_strategy"]
-        self._store({**profiles, profile_id: new}, {"operation": "profile_updated", "profile_id": profile_id})
+        await self._store({**profiles, profile_id: new}, {"operation": "profile_updated", "profile_id": profile_id})
         return {"action": "update", "profile": new, "previous": old}
 
     def _weights(self, fields: dict[str, Any]) -> list[float]:
@@ -99,12 +99,12 @@ class TeleologyProfiles:
         given = fields.get("group_priorities") or {}
         return {g: float(given.get(g, 1.0)) for g in self.teleology.groups}
 
-    def _store(self, profiles: dict[str, Any], log: dict[str, Any]) -> None:
+    async def _store(self, profiles: dict[str, Any], log: dict[str, Any]) -> None:
         def mutate(state: dict[str, Any]) -> None:
             state["profiles"] = profiles
             self.teleology.log_operation(state, log)
 
-        self.teleology.save(mutate)
+        await anyio.to_thread.run_sync(lambda: self.teleology.save(mutate))
 
     def profile(self, profile_id: str | None) -> dict[str, Any] | None:
         if profile_id is None:
