@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -73,8 +73,9 @@ class EngineHistory:
                 return False
         pulse = pulse if pulse is not None else self._cognition.pulse()
         r = self._cognition.network.read().r
-        values = (pulse.get("entropy"), pulse.get("coherence"), pulse.get("learning_score"), r)
-        if not all(_finite(v) for v in values):
+        values = [v for v in (pulse.get("entropy"), pulse.get("coherence"), pulse.get("learning_score"), r)
+                  if _finite(v)]
+        if len(values) != 4:
             return False  # JSON has no NaN; a sample the engine could not compute is not drawn
         sample = (round(now, 3), *(round(float(v), 6) for v in values), float(self._cognition.memory_count))
         with self._lock:
@@ -155,5 +156,5 @@ def rates_between(times: list[float], cumulative: list[float]) -> list[float | N
     return rates
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and math.isfinite(x)
