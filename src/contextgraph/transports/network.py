@@ -37,7 +37,7 @@ class Listening:
             out.append(f"tcp://{_hostport(*self.tcp)}")
         if self.http:
             base = f"http://{_hostport(*self.http)}"
-            out.append(f"{base}/mcp (Streamable HTTP), {base}/sse (legacy SSE), {base}/health")
+            out.append(f"{base}/mcp (Streamable HTTP), {base}/sse (legacy SSE), {base}/health, {base}/dashboard")
         return "; ".join(out)
 
 
