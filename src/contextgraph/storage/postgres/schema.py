@@ -58,6 +58,8 @@ CREATE TABLE sessions (session text PRIMARY KEY, count bigint NOT NULL, last_id 
 CREATE TABLE memories (id text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL UNIQUE, session text NOT NULL,
                        created_at double precision NOT NULL, record bytea NOT NULL);
 CREATE TABLE fingerprints (seq bigint PRIMARY KEY, blob bytea NOT NULL);
+-- float arrays do not compress: store the blobs out of line as they are, no pglz pass on every read and write
+ALTER TABLE fingerprints ALTER COLUMN blob SET STORAGE EXTERNAL;
 CREATE TABLE oplog (seq bigint PRIMARY KEY, op text NOT NULL CHECK (op IN ('put', 'delete', 'rewrite')),
                     memory_id text NOT NULL, memory_seq bigint NOT NULL, spaces smallint[] NOT NULL DEFAULT '{}');
 CREATE TABLE spaces (space smallint PRIMARY KEY, kind text NOT NULL, dim integer NOT NULL, sql_type text NOT NULL);

@@ -84,7 +84,7 @@ class PgStore:
     def _write(self, fn: Callable[[psycopg.Cursor], T]) -> T:
         """Run `fn` in one transaction holding the write lock; commit (durable) or roll everything back."""
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            with self._pool.connection() as conn, conn.transaction(), conn.cursor(binary=True) as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (schema.WRITE_LOCK,))
                 return fn(cur)
         except psycopg.Error as exc:
@@ -97,10 +97,11 @@ class PgStore:
     def _read(self, fn: Callable[[psycopg.Cursor], T], snapshot: bool = False) -> T:
         try:
             with self._pool.connection() as conn:
+                # binary results: a fingerprint blob arrives as its bytes, not as hex text twice its size
                 if not snapshot:
-                    with conn.cursor() as cur:
+                    with conn.cursor(binary=True) as cur:
                         return fn(cur)
-                with conn.transaction(), conn.cursor() as cur:
+                with conn.transaction(), conn.cursor(binary=True) as cur:
                     cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     return fn(cur)
         except psycopg.Error as exc:
