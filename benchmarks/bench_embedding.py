@@ -76,13 +76,16 @@ def stage_summary(timings: list[Any]) -> dict[str, Any]:
     for space in sorted(timings[0].embedder_ms):
         out[f"E{space}_ms"] = summarize([t.embedder_ms[space] for t in timings])
     out["embedders_total_ms"] = summarize([sum(t.embedder_ms.values()) for t in timings])
+    # the embedders' share of the pipeline, call by call: steadier than either time on a loaded machine
+    out["embedders_share"] = summarize([sum(t.embedder_ms.values()) / t.total_ms for t in timings])
     out["validate_ms"] = summarize([t.validate_ms for t in timings])
     out["total_ms"] = summarize([t.total_ms for t in timings])
     return out
 
 
 def print_stages(stages: dict[str, Any], indent: str = "      ") -> None:
-    parts = [f"{k[:-3]} {v['median']:.2f}" for k, v in stages.items() if k not in ("total_ms",)]
+    parts = [f"{k[:-3]} {v['median']:.2f}" for k, v in stages.items() if k.endswith("_ms") and k != "total_ms"]
+    parts.append(f"embedders' share {stages['embedders_share']['median']:.1%}")
     line, lines = "", []
     for part in parts:
         if len(line) + len(part) > 100:
