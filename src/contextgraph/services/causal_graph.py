@@ -8,6 +8,7 @@ cause, so it takes part in no link, stored or inferred: negated statements are n
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,8 +53,11 @@ class Neighbourhood:
         return out
 
 
+@functools.lru_cache(maxsize=50_000)
 def stance(content: str) -> str:
-    """"causal" (names a cause and an effect), "denial" (its only cues are negated or hedged) or "none"."""
+    """"causal" (names a cause and an effect), "denial" (its only cues are negated or hedged) or "none".
+    Cached by content (a memory's content never changes under its id): the cue scan of a long memory is most of
+    what a causal walk costs, and the same neighbours come up call after call."""
     spans = causal_spans(content)
     if spans.cues:
         return "causal"
