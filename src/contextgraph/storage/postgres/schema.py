@@ -129,6 +129,18 @@ def _ops(space: int, sql_type: str) -> str:
     return prefix + ("_ip_ops" if space in DENSE_OPS else "_cosine_ops")
 
 
+def hnsw_index_sql(space: int, sql_type: str) -> sql.Composed:
+    """CREATE INDEX IF NOT EXISTS of a space's HNSW index (the LMDB backend's M and ef_construction)."""
+    ops = sql.SQL(cast(LiteralString, _ops(space, sql_type)))
+    return sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (v {}) WITH (m = {}, ef_construction = {})").format(
+        hnsw_index_name(space), space_table(space), ops, sql.Literal(HNSW_PARAMS["m"]),
+        sql.Literal(HNSW_PARAMS["ef_construction"]))
+
+
+def hnsw_index_name(space: int) -> sql.Identifier:
+    return sql.Identifier(f"vec_e{space:02d}_hnsw")
+
+
 def fingerprint_dims(fingerprint: Fingerprint) -> dict[int, int]:
     """Each vector space's dimension in this fingerprint (bits for E9)."""
     out = {}
@@ -156,10 +168,7 @@ def ensure_space_tables(conn: psycopg.Connection, dims: dict[int, int]) -> dict[
             sql_type = column_type(space, dim)
             conn.execute(sql.SQL("CREATE TABLE {} (seq bigint PRIMARY KEY, v {} NOT NULL)").format(
                 space_table(space), sql.SQL(cast(LiteralString, sql_type))))
-            ops = sql.SQL(cast(LiteralString, _ops(space, sql_type)))
-            conn.execute(sql.SQL("CREATE INDEX {} ON {} USING hnsw (v {}) WITH (m = {}, ef_construction = {})").format(
-                sql.Identifier(f"vec_e{space:02d}_hnsw"), space_table(space), ops,
-                sql.Literal(HNSW_PARAMS["m"]), sql.Literal(HNSW_PARAMS["ef_construction"])))
+            conn.execute(hnsw_index_sql(space, sql_type))
             kind = "binary" if space in BINARY_SPACES else "dense"
             conn.execute("INSERT INTO spaces (space, kind, dim, sql_type) VALUES (%s, %s, %s, %s)",
                          (space, kind, dim, sql_type))
