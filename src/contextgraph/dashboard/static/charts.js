@@ -25,12 +25,12 @@
     clear(target);
     const W = 640, H = 220, L = 44, R = 10, T = 10, B = 28;
     const box = svg("g", { class: "chart-frame" }, target);
-    if (!times.length) {
+    const finite = series.flatMap((s) => s.values.filter((v) => v !== null && Number.isFinite(v)));
+    if (!times.length || !finite.length) {
       svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "empty" }, box).textContent =
         opts.empty || "no samples yet";
       return;
     }
-    const finite = series.flatMap((s) => s.values.filter((v) => v !== null && Number.isFinite(v)));
     let ymin = opts.ymin !== undefined ? opts.ymin : Math.min(...finite, 0);
     let ymax = opts.ymax !== undefined ? opts.ymax : Math.max(...finite, 1);
     if (ymax <= ymin) ymax = ymin + 1;

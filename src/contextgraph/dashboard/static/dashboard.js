@@ -196,6 +196,8 @@
       { name: "stores/min", values: h.rates_per_minute.store, cls: "s-store" },
       { name: "searches/min", values: h.rates_per_minute.search, cls: "s-search" },
     ], { ymin: 0, empty: "no rates yet: two samples are needed" });
+    CG.lineChart($("history-memories"), s.t, [{ name: "memories", values: s.memories, cls: "s-store" }],
+      { ymin: 0, empty: "no samples yet" });
     const pct = Object.keys(h.calls.store.latency_ms);
     const windows = Object.keys(h.calls.store.per_minute);
     fill($("latency-table"), el("thead", {}, el("tr", {}, el("th", {}, "calls"), el("th", {}, "total"), el("th", {}, "errors"),
