@@ -25,6 +25,9 @@ EXPECTED = {
     "utl_status", "get_kuramoto_sync", "adjust_coupling", "get_consciousness_state", "get_johari_classification",
     "compute_delta_sc", "get_memetic_status", "get_workspace_status", "get_ego_state", "trigger_workspace_broadcast",
     "epistemic_action",
+    # issue 18: causal inference, self-reflection, diagnostics
+    "omni_infer", "query_causal", "reflect_on_memory", "generate_search_plan", "critique_context",
+    "homeostatic_status", "check_adversarial", "test_recall_accuracy", "debug_compare_retrieval", "reload_manifest",
 }
 
 

@@ -19,7 +19,8 @@ from contextgraph.server import build_server
 pytestmark = pytest.mark.anyio
 BYTES_PER_TOKEN = 4
 # Raise a ceiling deliberately, in the same commit as the tool or text that needs it.
-CEILING_BYTES = {"all": 25_000, "core": 14_000}
+# issue 18: +6,600 for `all` (ten causal, reflection and diagnostic tools, 6.5 KB); core unchanged
+CEILING_BYTES = {"all": 31_600, "core": 14_000}
 TOOL_CEILING_BYTES = 1_800  # no single tool definition past this (compute_delta_sc was 2.4 KB)
 NOT_A_TOOL = {"direct_recall"}  # the Open quadrant's advice: answer from memory (instructions.md)
 

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from contextgraph.constitution import Constitution
-from contextgraph.tools import admin, core, curation, discovery, gwt, metacog, navigation, utl
+from contextgraph.tools import admin, causal, core, curation, diagnostic, discovery, gwt, metacog, navigation, utl
 from contextgraph.tools.registry import Alias, Registry
 
 # Category modules, in registry order. A later issue adds its module here.
-CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, curation, navigation, metacog, admin, discovery)
+CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, causal, curation, navigation, metacog, diagnostic, admin,
+                                             discovery)
 
 
 def build_registry(constitution: Constitution, profile: str,
