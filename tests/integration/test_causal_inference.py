@@ -75,6 +75,16 @@ async def test_the_denial_is_no_evidence(app, chain):
     assert not fwd["found"]
 
 
+async def test_bridge_reaches_another_topic(app, chain):
+    out = await service(app).infer(chain["a"], None, "bridge")
+    bridged = {h["id"]: h for h in out["hypotheses"]}
+    # rain → deliveries: a causal link into a topic the source's words do not share (E1 cosine < 0.5)
+    assert chain["c"] in bridged and bridged[chain["c"]]["role"] == "effect"
+    assert bridged[chain["c"]]["e1_cosine"] < 0.5 and bridged[chain["c"]]["path"] == [chain["a"], chain["b"],
+                                                                                    chain["c"]]
+    assert all(h["score"] <= h["confidence"] for h in out["hypotheses"])  # confidence × (1 − cosine)
+
+
 async def test_a_stored_cycle_is_reported_not_followed(app, chain):
     a, c = chain["a"], chain["c"]
     store = app.services.storage.store
