@@ -54,9 +54,9 @@ def next_seq(cur: psycopg.Cursor) -> int:
 
 
 class PgGraphTxn:
-    def __init__(self, cur: psycopg.Cursor, types: Callable[[], dict[int, tuple[int, str]]]) -> None:
+    def __init__(self, cur: psycopg.Cursor, types: Callable[[psycopg.Cursor], dict[int, tuple[int, str]]]) -> None:
         self.cur = cur
-        self._types = types  # space → (dimension, SQL type) of the vector tables
+        self._types = types  # (this transaction's cursor) → space → (dimension, SQL type) of the vector tables
 
     def _one(self, query: str, params: Sequence[object]) -> tuple | None:
         return self.cur.execute(query, params).fetchone()  # type: ignore[arg-type]  # module-constant SQL
@@ -87,7 +87,7 @@ class PgGraphTxn:
         self.cur.execute("INSERT INTO memories (id, seq, session, created_at, record) VALUES (%s, %s, %s, %s, %s)",
                          (record.id, record.seq, record.session, record.created_at, encode_record(record)))
         self.cur.execute("INSERT INTO fingerprints (seq, blob) VALUES (%s, %s)", (record.seq, blob))
-        vectors.insert_rows(self.cur, record.seq, fingerprint, self._types())
+        vectors.insert_rows(self.cur, record.seq, fingerprint, self._types(self.cur))
         self.cur.execute("INSERT INTO oplog (seq, op, memory_id, memory_seq) VALUES (%s, 'put', %s, %s)",
                          (record.seq, record.id, record.seq))
 
@@ -136,7 +136,7 @@ class PgGraphTxn:
                     f"{new.shape}", space=space, expected=list(getattr(old, "shape", ())), got=list(new.shape))
             stored[space] = new.astype(old.dtype)
         self.cur.execute("UPDATE fingerprints SET blob = %s WHERE seq = %s", (encode_fingerprint(stored), record.seq))
-        types = self._types()
+        types = self._types(self.cur)
         for space in sorted(new_vectors):
             if space in VECTOR_SPACES:
                 self.cur.execute(sql.SQL("UPDATE {} SET v = %s WHERE seq = %s").format(space_table(space)),

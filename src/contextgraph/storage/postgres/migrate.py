@@ -112,7 +112,7 @@ def _copy_window(src: LmdbStore, cur: psycopg.Cursor, dst: PgStore, start: int, 
         cur.execute("INSERT INTO memories (id, seq, session, created_at, record) VALUES (%s, %s, %s, %s, %s)",
                     (record.id, record.seq, record.session, record.created_at, raw))
         cur.execute("INSERT INTO fingerprints (seq, blob) VALUES (%s, %s)", (record.seq, blob))
-        vectors.insert_rows(cur, record.seq, fingerprint, dst.space_types())
+        vectors.insert_rows(cur, record.seq, fingerprint, dst.space_types(cur))
 
 
 def _copy_rest(src: LmdbStore, cur: psycopg.Cursor) -> int:

@@ -111,10 +111,12 @@ class PgStore:
         """A pooled, configured connection (context manager), for the search in search.py."""
         return self._pool.connection()
 
-    def space_types(self) -> dict[int, tuple[int, str]]:
-        """space → (dimension, SQL type) of the vector tables, cached (they never change once made)."""
+    def space_types(self, cur: psycopg.Cursor | None = None) -> dict[int, tuple[int, str]]:
+        """space → (dimension, SQL type) of the vector tables, cached (they never change once made). Inside a
+        transaction, pass its cursor: borrowing a second pooled connection there could wait on the pool."""
         if len(self._types) < len(schema.VECTOR_SPACES):
-            self._types = self._read(lambda cur: schema.known_spaces(cur.connection))
+            self._types = (schema.known_spaces(cur.connection) if cur is not None
+                           else self._read(lambda c: schema.known_spaces(c.connection)))
         return self._types
 
     def _ensure_spaces(self, fingerprint: Fingerprint) -> None:
