@@ -13,14 +13,22 @@ from contextgraph import log
 from contextgraph.clock import Clock
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution, constitution
+from contextgraph.services.activity import ActivityMonitor
+from contextgraph.services.calibration_wiring import attach_calibration, on_results, on_store, on_tool_call
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.container import Services
 from contextgraph.services.curation import CurationService
+from contextgraph.services.dream import DOCUMENT as DREAM_DOCUMENT
+from contextgraph.services.dream import DreamService
 from contextgraph.services.graph import GraphService
 from contextgraph.services.history import EngineHistory
 from contextgraph.services.memory import MemoryService
+from contextgraph.services.neuromodulation import DOCUMENT as NEUROMODULATION_DOCUMENT
+from contextgraph.services.neuromodulation import NeuromodulationService
 from contextgraph.services.perception import Perception
+from contextgraph.services.purpose import PurposeServices
 from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
+from contextgraph.services.steering import SteeringService
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.workspace import WorkspaceService
 from contextgraph.tools.catalog import build_registry
@@ -38,6 +46,8 @@ class App:
     def __post_init__(self) -> None:
         self.dispatcher = Dispatcher(self.registry, self.services.constitution, self.services.cognition)
         self.dispatcher.observers.append(self.services.history.record_call)  # store/search rates, engine samples
+        # a call that names a memory uses it: ATC's pending predictions resolve (services.calibration_wiring)
+        self.dispatcher.argument_observers.append(on_tool_call(self.services.thresholds))
 
     @property
     def settings(self) -> Settings:
@@ -68,6 +78,28 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     history = EngineHistory(c, cognition)
     storage = StoreHandle(settings, c, cognition, workspace, history)  # opens the store lazily
     perception = Perception(settings, c, storage)  # loads the model lazily, in the background
+    memory = MemoryService(storage, perception, c)
+    # neuromodulation, steering and dreams, wired to the events that move them (SPEC §9/§10)
+    activity = ActivityMonitor(c)
+    neuromodulation = NeuromodulationService(c)
+    workspace.on_enter = neuromodulation.workspace_enter
+    cognition.request_listeners.append(neuromodulation.meta_low)
+    memory.modulation = neuromodulation.modulation
+    memory.after_search.append(lambda found: None if found else neuromodulation.empty_search())
+    steering = SteeringService(c, storage, neuromodulation)
+    memory.after_store.append(steering.on_store)
+    dream = DreamService(c, storage, workspace, cognition, activity, auto=bool(settings.auto_dream))
+    cognition.request_listeners.append(dream.on_request)
+    cognition.consolidation_phase = dream.phase_description
+    storage.parts.update({NEUROMODULATION_DOCUMENT: neuromodulation, DREAM_DOCUMENT: dream})
+    curation = CurationService(storage, perception, c, clock)
+    # ATC and Meta-UTL: the engine reads its thresholds and λ from them; outcomes and predictions feed them
+    calibration = attach_calibration(c, storage, workspace, curation,
+                                     acetylcholine=lambda: neuromodulation.level("acetylcholine"))
+    memory.after_store.append(on_store(calibration.meta_learning, storage))
+    memory.after_results.append(on_results(calibration.thresholds, workspace))
+    purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock)
+    memory.teleology = purpose.teleology  # purpose vectors on store, stage 4 on search
     return Services(
         settings=settings,
         constitution=c,
@@ -78,10 +110,17 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
         scratchpads=Scratchpads(ScratchpadLimits.from_constitution(c)),
         storage=storage,
         perception=perception,
-        memory=MemoryService(storage, perception, c),
-        curation=CurationService(storage, perception, c, clock),
+        memory=memory,
+        curation=curation,
         graph=GraphService(storage, c, clock),
+        purpose=purpose,
         history=history,
+        activity=activity,
+        neuromodulation=neuromodulation,
+        steering=steering,
+        dream=dream,
+        thresholds=calibration.thresholds,
+        meta_learning=calibration.meta_learning,
     )
 
 

@@ -67,7 +67,8 @@ def list_resource_templates() -> types.ListResourceTemplatesResult:
 
 async def status(services: Services) -> dict[str, Any]:
     s = services
-    payload = await memetic_status(s.storage, s.perception, s.cognition, s.workspace, s.constitution)
+    payload = await memetic_status(s.storage, s.perception, s.cognition, s.workspace, s.constitution,
+                                  lambda domain: s.thresholds.value("theta_dup", domain))
     return {**payload, "_cognitive_pulse": s.cognition.pulse()}
 
 

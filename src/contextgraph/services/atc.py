@@ -75,6 +75,8 @@ class ThresholdService:
         self.log: deque[dict[str, Any]] = deque(maxlen=int(a["log_max"]))
         self._settings: dict[tuple[str, str], Setting] = {}
         self._listeners: dict[str, list[Callable[[float], None]]] = {}
+        # get_calibration_metrics' answers per (threshold, domain, timeframe), with what they were computed from
+        self.metrics_cache: dict[tuple[str, str, str], tuple[Any, dict[str, Any]]] = {}
         self._lock = threading.RLock()
         self.dirty = False
 

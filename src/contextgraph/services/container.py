@@ -10,13 +10,20 @@ from contextgraph.clock import Clock
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution
 from contextgraph.log import LogRing
+from contextgraph.services.activity import ActivityMonitor
+from contextgraph.services.atc import ThresholdService
 from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.curation import CurationService
+from contextgraph.services.dream import DreamService
 from contextgraph.services.graph import GraphService
 from contextgraph.services.history import EngineHistory
 from contextgraph.services.memory import MemoryService
+from contextgraph.services.meta_learning import MetaLearningService
+from contextgraph.services.neuromodulation import NeuromodulationService
 from contextgraph.services.perception import Perception
+from contextgraph.services.purpose import PurposeServices
 from contextgraph.services.scratchpad import Scratchpads
+from contextgraph.services.steering import SteeringService
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.workspace import WorkspaceService
 
@@ -35,9 +42,17 @@ class Services:
     memory: MemoryService
     curation: CurationService
     graph: GraphService
+    purpose: PurposeServices  # north star, purpose vectors, teleological and autonomous services
     history: EngineHistory  # the bounded engine history the dashboard draws (fed by the dispatcher)
+    activity: ActivityMonitor  # calls in flight and memory-operation rate (the dispatcher reports each call)
+    neuromodulation: NeuromodulationService  # level(name): dopamine, serotonin, noradrenaline, acetylcholine
+    steering: SteeringService  # the reward of every store
+    dream: DreamService  # background consolidation
+    thresholds: ThresholdService  # ATC: every threshold the engine decides with, per domain, and its outcomes
+    meta_learning: MetaLearningService  # Meta-UTL: the λ the engine learns from its prediction errors
     started_at: float = field(default_factory=time.time)
 
     def close(self) -> None:
         """Save what is cached and close the store (the memories themselves are durable already)."""
+        self.dream.request_wake("server closing")  # its committed steps stay; the one in flight stops
         self.storage.close()

@@ -13,7 +13,7 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import numpy as np
@@ -30,6 +30,9 @@ from contextgraph.errors import (
 )
 from contextgraph.graph.kernels import neighbour_entropy, reversal_hash
 from contextgraph.log import get_logger
+from contextgraph.services import operation_pulse
+from contextgraph.services.atc import domain_of
+from contextgraph.services.e8_refresh import EdgeWatch
 from contextgraph.services.perception import Perception
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.services.tombstones import purge_expired
@@ -81,19 +84,23 @@ class CurationService:
         self.neighbour_k = int(c["neighbour_k"])
         self.separator = str(c["merge_separator"])
         self.link_weight = float(constitution["graph"]["merge_link_weight"])
+        # (threshold, domain, score, outcome, source) → ATC's outcome log (the composition root attaches it)
+        self.observe_outcome: Callable[[str, str, float, float, str], None] = lambda *_: None
 
     # -- plumbing ----------------------------------------------------------------------------------------------
     async def _write(self, fn: Callable[[GraphTxn], T]) -> T:
         storage = await self.storage.ready()
         now = self.clock.now()
 
-        def purge_then(g: GraphTxn) -> T:
-            purge_expired(g, now, self.window_s)  # what has outlived its recovery window goes first
-            return fn(g)
+        def purge_then(g: GraphTxn) -> tuple[T, dict[str, None]]:
+            watched = EdgeWatch(g)  # the memories whose edges this operation changes, for their E8
+            purge_expired(cast(GraphTxn, watched), now, self.window_s)  # what has outlived its window goes first
+            return fn(cast(GraphTxn, watched)), watched.touched
 
-        result = await storage.writer.submit(lambda: storage.store.graph_write(purge_then))
+        result, touched = await storage.writer.submit(lambda: storage.store.graph_write(purge_then))
         # bring this process's indexes up to date now (deletes leave every space, restores come back)
         await anyio.to_thread.run_sync(storage.indexes.catch_up, storage.store)
+        storage.refresh_e8(touched)
         return result
 
     @staticmethod
@@ -142,7 +149,10 @@ class CurationService:
                     "deleted_at": iso(now),
                     "recoverable_until": iso(now + self.window_s) if soft else None}
 
+        # D16: the forgotten memory's UTL against the rest moves the pulse; scored while it is still there
+        scored = await operation_pulse.score_stored(self.storage, self.perception, [node_id])
         out = await self._write(fn)
+        operation_pulse.fold(self.storage, scored)
         _log.info("memory forgotten", id=node_id, soft=soft, reason=reason)
         return out
 
@@ -188,9 +198,12 @@ class CurationService:
                 restored.append(node_id)
             g.delete_reversal(h)
             return {"reversal_hash": h, "operation": op["op"], "restored": restored, "removed": removed,
-                    "edges_restored": edges, "done_at": iso(op["at"])}
+                    "edges_restored": edges, "done_at": iso(op["at"]), "ids": list(op["ids"])}
 
-        return await self._write(fn)
+        out = await self._write(fn)
+        ids = out.pop("ids")
+        await operation_pulse.fold_stored(self.storage, self.perception, out["restored"] or ids)  # D16
+        return out
 
     # -- annotate / boost --------------------------------------------------------------------------------------
     async def annotate(self, node_id: str, annotations: dict[str, Any]) -> dict[str, Any]:
@@ -219,7 +232,9 @@ class CurationService:
             return {"node_id": node_id, "tags": list(new.tags), "annotations": current, "linked": linked,
                     "embeddings_changed": False}
 
-        return await self._write(fn)
+        out = await self._write(fn)
+        await operation_pulse.fold_stored(self.storage, self.perception, [node_id])  # D16, its new edges counted
+        return out
 
     async def neighbour_entropy(self, record: MemoryRecord) -> float:
         store, indexes = self.storage.store, self.storage.indexes
@@ -257,7 +272,9 @@ class CurationService:
                     "delta": delta, "clamped": new_importance != current.importance + delta,
                     "neighbour_entropy": round(entropy, 4)}
 
-        return await self._write(fn)
+        out = await self._write(fn)
+        await operation_pulse.fold_stored(self.storage, self.perception, [node_id])  # D16, wₑ from the new importance
+        return out
 
     # -- merge -------------------------------------------------------------------------------------------------
     async def merge(self, ids: list[str], *, target_name: str, strategy: str, rationale: str,
@@ -278,7 +295,9 @@ class CurationService:
                     f"The nodes' priors are incompatible: lowest pairwise E1 cosine {min_cos:.3f} < "
                     f"{self.priors_min}. Review them, or pass force_merge=true to link them with Relational edges "
                     "instead of merging.", min_cosine=round(min_cos, 4), threshold=self.priors_min)
-            return await self._link(ids, min_cos, rationale, now)
+            linked = await self._link(ids, min_cos, rationale, now)
+            self._duplicate_outcomes(records, unit, 0.0, "force_merge linked them instead of merging")
+            return linked
         ordered = sorted(records, key=lambda r: -r.importance)
         if strategy == "keep_highest":
             content = ordered[0].content
@@ -289,6 +308,12 @@ class CurationService:
         head = ordered[0]
         (fingerprint,), (triples,) = await self.perception.embed_texts([content], head.modality, head.session)
         blob = encode_fingerprint(fingerprint)
+        pipeline = await self.perception.pipeline()
+        # D16: the merged memory against the store as it is before the merge (its sources still in it), so
+        # merging duplicates scores near-zero novelty and the pulse's entropy falls
+        utl = await anyio.to_thread.run_sync(
+            lambda: operation_pulse.score(self.storage, pipeline.embedders, fingerprint,
+                                          importance=max(r.importance for r in records)), limiter=self.perception.cpu)
         merged_id = uuid.uuid4().hex
         op = {"op": "merge", "ids": ids, "merged_id": merged_id, "at": now}
         h = reversal_hash(op)
@@ -332,8 +357,18 @@ class CurationService:
                     **({"summary_method": SUMMARIZE_METHOD} if strategy == "summarize" else {})}
 
         out = await self._write(fn)
+        operation_pulse.fold(self.storage, [utl])
         _log.info("memories merged", merged_id=merged_id, sources=len(ids), strategy=strategy)
+        self._duplicate_outcomes(records, unit, 1.0, "merged by merge_concepts")
         return out
+
+    def _duplicate_outcomes(self, records: list[MemoryRecord], unit: list[np.ndarray], outcome: float,
+                            source: str) -> None:
+        """θ_dup's observed outcomes (services.atc): every source pair's E1 cosine, confirmed or refuted."""
+        domain = domain_of(records[0])
+        for i in range(len(unit)):
+            for j in range(i + 1, len(unit)):
+                self.observe_outcome("theta_dup", domain, float(unit[i] @ unit[j]), outcome, source)
 
     async def _link(self, ids: list[str], min_cos: float, rationale: str, now: float) -> dict[str, Any]:
         """force_merge over incompatible priors (EC-MCP-001): keep both nodes, join them with Relational edges."""
@@ -356,4 +391,6 @@ class CurationService:
                     "message": "Priors are incompatible; force_merge linked the nodes with Relational edges "
                                "instead of merging them."}
 
-        return await self._write(fn)
+        out = await self._write(fn)
+        await operation_pulse.fold_stored(self.storage, self.perception, ids)  # D16
+        return out

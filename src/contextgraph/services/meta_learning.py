@@ -138,7 +138,11 @@ class MetaLearningService:
         def objective(x: np.ndarray) -> float:
             return lambda_objective(actual, predicted, then, float(x[0]), prior, self.prior_weight)
 
-        result = bayes.gp_minimize(objective, [(self.lo, self.hi)], initial=int(b["initial"]),
+        # L depends on λ only through λ_S·λ_C, so λ_S and 1 − λ_S score alike: the search chooses that product on
+        # the side of 0.5 where λ_S is (at 0.5, where the errors point, as the per-operation rule would move it)
+        side = before.lambda_s - 0.5 if before.lambda_s != 0.5 else float(np.mean(actual - predicted))
+        box = (0.5, self.hi) if side >= 0 else (self.lo, 0.5)
+        result = bayes.gp_minimize(objective, [box], initial=int(b["initial"]),
                                    iterations=int(b["iterations"]), candidates=int(b["candidates"]),
                                    xi=float(b["xi"]), rng=np.random.default_rng(int(b["seed"])),
                                    start=(before.lambda_s,))
@@ -146,7 +150,7 @@ class MetaLearningService:
         before_value = objective(np.asarray([before.lambda_s]))
         with self._lock:
             if result.value < before_value:
-                self._move(self.stage(), chosen, kind, f"{reason}: Bayesian search over λ_S ∈ [{self.lo}, {self.hi}] "
+                self._move(self.stage(), chosen, kind, f"{reason}: Bayesian search over λ_S ∈ [{box[0]}, {box[1]}] "
                            f"({result.evaluations} evaluations) lowered mean |L − L̂| + κ(λ − λ_prior)² from "
                            f"{before_value:.5f} to {result.value:.5f}", objective=[round(before_value, _P),
                                                                                    round(result.value, _P)])

@@ -39,6 +39,9 @@ class OutcomeLog:
         self.pending_max = pending_max
         self.pending_seconds = pending_seconds
         self._pairs: dict[tuple[str, str], deque[tuple[float, float, float]]] = {}  # (at, score, outcome)
+        # the same pairs as an (n, 3) array, built on first read after a change; a key's version counts its changes
+        self._arrays: dict[tuple[str, str], np.ndarray] = {}
+        self.versions: dict[tuple[str, str], int] = {}
         # memory id → its open predictions (one per threshold), oldest offered first
         self._pending: OrderedDict[str, dict[str, Pending]] = OrderedDict()
 
@@ -48,6 +51,8 @@ class OutcomeLog:
         if key not in self._pairs:
             self._pairs[key] = deque(maxlen=self.max_pairs)
         self._pairs[key].append((float(at), float(score), float(outcome)))
+        self._arrays.pop(key, None)
+        self.versions[key] = self.versions.get(key, 0) + 1
 
     def offer(self, memory_id: str, pending: Pending) -> list[Resolved]:
         """Wait for `memory_id`'s outcome; returns the predictions pushed out by the bound (resolved as 0)."""
@@ -89,11 +94,20 @@ class OutcomeLog:
     # -- reads -------------------------------------------------------------------------------------------------
     def pairs(self, threshold: str, domain: str, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, outcomes) recorded for a threshold and domain, optionally only those at or after `since`."""
-        rows = [r for r in self._pairs.get((threshold, domain), ()) if since is None or r[0] >= since]
-        if not rows:
-            return np.zeros(0), np.zeros(0)
-        arr = np.asarray(rows, dtype=np.float64)
+        key = (threshold, domain)
+        arr = self._arrays.get(key)
+        if arr is None:
+            arr = np.asarray(self._pairs.get(key, ()), dtype=np.float64).reshape(-1, 3)
+            self._arrays[key] = arr
+        if since is not None:
+            arr = arr[arr[:, 0] >= since]
         return arr[:, 1], arr[:, 2]
+
+    def count_since(self, threshold: str, domain: str, since: float) -> int:
+        """How many pairs were recorded at or after `since` (pure Python: no numpy call, so a status read that
+        finds its answer cached never waits for the GIL behind a busy worker thread)."""
+        rows = self._pairs.get((threshold, domain), ())
+        return sum(1 for at, _, _ in reversed(rows) if at >= since) if rows and rows[0][0] < since else len(rows)
 
     def keys(self) -> list[tuple[str, str]]:
         return sorted(self._pairs)
@@ -116,6 +130,7 @@ class OutcomeLog:
 
     def load_doc(self, doc: dict) -> None:
         self._pairs.clear()
+        self._arrays.clear()
         self._pending.clear()
         for threshold, domain, rows in doc.get("pairs", []):
             for at, score, outcome in rows:

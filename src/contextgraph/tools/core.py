@@ -97,6 +97,8 @@ class SearchArgs(Args):
                                   description="Drop results whose semantic (E1) similarity is below this.")
     modality: Modality | None = Field(None, description="Only memories of this modality.")
     include_breakdown: bool = Field(False, description="Add per-space ranks and per-stage timings to each result.")
+    stage4: bool = Field(True, description="Once a north star exists, drop results aligned below the threshold; "
+                                           "false searches everything.")
 
 
 _SEARCH_STEPS = 2
@@ -111,7 +113,7 @@ async def search_graph(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
         await ctx.services.perception.pipeline()
     await ctx.report_progress(1, _SEARCH_STEPS, "embedding the query and retrieving (5 stages)")
     result = await memory.search(args.query, top_k=args.top_k, min_similarity=args.min_similarity,
-                                 modality=args.modality, breakdown=args.include_breakdown)
+                                 modality=args.modality, breakdown=args.include_breakdown, stage4=args.stage4)
     payload = result.payload()
     stages = {"embed_query": result.embed_ms, **result.retrieval.stages_ms}
     await ctx.report_progress(_SEARCH_STEPS, _SEARCH_STEPS,
@@ -143,7 +145,8 @@ class MemeticArgs(Args):
 
 async def get_memetic_status(ctx: ToolContext, args: MemeticArgs) -> dict[str, Any]:
     s = ctx.services
-    return await memetic_status(s.storage, s.perception, s.cognition, s.workspace, s.constitution)
+    return await memetic_status(s.storage, s.perception, s.cognition, s.workspace, s.constitution,
+                                  lambda domain: s.thresholds.value("theta_dup", domain))
 
 
 TOOLS = (

@@ -60,6 +60,8 @@ class Dispatcher:
         self._rationale_required = frozenset(constitution.get("validation.rationale_required"))
         self._rationale_min = int(constitution.get("validation.rationale.min_length"))
         self.observers: list[CallObserver] = []  # the engine history (services.history) listens here
+        # (canonical name, validated arguments) of every call that succeeded: ATC hears which memories were used
+        self.argument_observers: list[Callable[[str, dict[str, Any]], None]] = []
 
     async def call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any = None) -> CallOutcome:
         """Run one tool call end to end. Raises ToolCallFailed; never anything else. Every log line written while
@@ -129,7 +131,17 @@ class Dispatcher:
             raise invalid_params(canonical, exc, registry.input_schemas[canonical]) from None
         # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (SPEC §10)
         args, redactions = redact_arguments(args)
-        return canonical, report_redactions(await spec.handler(ctx, args), redactions)
+        # counted in flight (no automatic dream starts meanwhile); a memory operation wakes a dream at once
+        with ctx.services.activity.running(canonical):
+            payload = await spec.handler(ctx, args)
+        if self.argument_observers:
+            arguments_seen = args.model_dump()
+            for observe in self.argument_observers:
+                try:
+                    observe(canonical, arguments_seen)
+                except Exception:  # an observer's fault must never turn an answered call into a failure
+                    _log.exception("argument observer failed")
+        return canonical, report_redactions(payload, redactions)
 
     def _failure(self, exc: ContextGraphError) -> ToolCallFailed:
         entry = self.constitution.error(exc.code_name)
