@@ -1,0 +1,75 @@
+"""What the composition root attaches: a tool call that names memories uses them, a search offers its results
+and workspace candidates, the engine reads θ_kur and the Johari boundary from ATC."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from contextgraph.constitution import constitution
+from contextgraph.services.atc import Setting, ThresholdService
+from contextgraph.services.calibration_wiring import on_results, on_tool_call
+
+A, B, C = "a" * 32, "b" * 32, "c" * 32
+
+
+def service() -> ThresholdService:
+    return ThresholdService(constitution(), lambda: 1000.0)
+
+
+def test_a_call_naming_memories_uses_them_anywhere_in_its_arguments() -> None:
+    s = service()
+    s.offer("theta_acc", [(A, "General", 0.8), (B, "General", 0.6), (C, "General", 0.7)], "q")
+    listener = on_tool_call(s)
+    listener("merge_concepts", {"source_node_ids": [A, "not-an-id"], "rationale": "x" * 10})
+    listener("annotate_node", {"node_id": B, "annotations": {"related_concepts": [C]}})
+    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
+    assert sorted(scores.tolist()) == [0.6, 0.7, 0.8] and outcomes.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_forget_refutes_and_undo_tools_are_not_uses() -> None:
+    s = service()
+    s.offer("theta_warn", [(A, "General", 0.9), (B, "General", 0.5)], "q")
+    listener = on_tool_call(s)
+    listener("restore_from_hash", {"reversal_hash": A})
+    assert s.outcomes.count("theta_warn", "General") == 0
+    listener("forget_concept", {"node_id": A})
+    assert s.outcomes.pairs("theta_warn", "General")[1].tolist() == [0.0]
+
+
+@dataclass
+class Found:
+    record: Any
+    similarity: float
+    alignment: float | None = None
+
+
+@dataclass
+class Workspace:
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+    def status(self) -> dict[str, Any]:
+        return {"candidates": self.candidates}
+
+
+def test_a_search_offers_results_by_alignment_or_similarity_and_candidates_by_r() -> None:
+    s = service()
+    code = SimpleNamespace(id=A, extra={"annotations": {"domain": "Code"}})
+    plain = SimpleNamespace(id=B, extra={})
+    retrieval = SimpleNamespace(found=[Found(code, 0.9, alignment=0.6), Found(plain, 0.4)])
+    on_results(s, Workspace([{"memory_id": A, "r": 0.83}, {"memory_id": C, "r": 0.9}]))("deploy", retrieval)
+    assert s.outcomes.pending_count == 3 * 2 + 1  # three relevance thresholds × 2 results, one candidate
+    s.used([A, B], "hydrated")
+    assert s.outcomes.pairs("theta_opt", "Code")[0].tolist() == [0.6]  # its alignment, in its domain
+    assert s.outcomes.pairs("theta_opt", "General")[0].tolist() == [0.4]  # its similarity
+    assert s.outcomes.pairs("theta_kur", "Code")[0].tolist() == [0.83]
+
+
+def test_subscribers_follow_the_general_value_only() -> None:
+    s = service()
+    seen: list[float] = []
+    s.subscribe("theta_kur", seen.append)
+    s.set("theta_kur", "Code", Setting(0.9), "test", None)
+    s.set("theta_kur", "General", Setting(0.85), "test", None)
+    assert seen == [0.8, 0.85]
