@@ -25,9 +25,19 @@ EXPECTED = {
     "utl_status", "get_kuramoto_sync", "adjust_coupling", "get_consciousness_state", "get_johari_classification",
     "compute_delta_sc", "get_memetic_status", "get_workspace_status", "get_ego_state", "trigger_workspace_broadcast",
     "epistemic_action",
+    # issue 16: dreams, neuromodulation, steering
+    "trigger_dream", "get_dream_status", "abort_dream", "get_amortized_shortcuts",
+    "get_neuromodulation_state", "adjust_neuromodulator", "get_steering_feedback",
     # issue 18: causal inference, self-reflection, diagnostics
     "omni_infer", "query_causal", "reflect_on_memory", "generate_search_plan", "critique_context",
     "homeostatic_status", "check_adversarial", "test_recall_accuracy", "debug_compare_retrieval", "reload_manifest",
+    # issue 17: adaptive thresholds (ATC) and Meta-UTL
+    "get_threshold_status", "get_calibration_metrics", "trigger_recalibration",
+    "get_meta_learning_status", "trigger_lambda_recalibration", "get_meta_learning_log",
+    # issue 15: purpose (teleological and autonomous)
+    "search_teleological", "compute_teleological_vector", "fuse_embeddings", "update_synergy_matrix",
+    "manage_teleological_profile", "auto_bootstrap_north_star", "get_alignment_drift", "trigger_drift_correction",
+    "get_pruning_candidates", "trigger_consolidation", "discover_sub_goals", "get_autonomous_status",
 }
 
 

@@ -19,8 +19,11 @@ from contextgraph.server import build_server
 pytestmark = pytest.mark.anyio
 BYTES_PER_TOKEN = 4
 # Raise a ceiling deliberately, in the same commit as the tool or text that needs it.
+# issue 16: +3,200 for `all` (seven dream/neuromodulation/steering tools, ~3.2 KB); core holds trigger_dream
 # issue 18: +6,600 for `all` (ten causal, reflection and diagnostic tools, 6.5 KB); core unchanged
-CEILING_BYTES = {"all": 31_600, "core": 14_000}
+# issue 17: +3,700 for `all` (six ATC and Meta-UTL tools, ~3.6 KB); core unchanged
+# issue 15: +10,800 for `all` (twelve teleological and autonomous tools, ~10.8 KB); core unchanged
+CEILING_BYTES = {"all": 49_300, "core": 14_000}
 TOOL_CEILING_BYTES = 1_800  # no single tool definition past this (compute_delta_sc was 2.4 KB)
 NOT_A_TOOL = {"direct_recall"}  # the Open quadrant's advice: answer from memory (instructions.md)
 

@@ -42,11 +42,19 @@ async def build_manifest(services: Services, tools_registered: int, tools_active
             "reasoning": {"status": "ready" if count else "empty",
                           "stages": ["s1_sparse_prefilter (E13, E6)", "s2_dense_ann (E1 HNSW)",
                                      "s3_rrf_fusion (13 spaces)", "s4_alignment_filter", "s5_maxsim_rerank (E12)"],
-                          "stage4": "inactive: no north star yet"},
+                          "stage4": _stage4(services)},
             "meta": {"status": "ready: UTL (per-space ΔS/ΔC), Kuramoto network, workspace, ego node, "
-                               "meta-cognition; dream, neuromodulation and ATC are not built yet",
+                               "meta-cognition, dream consolidation, neuromodulation, steering; ATC is not built yet",
+                     "dream": services.dream.phase_description(),
                      "pulse": services.cognition.pulse(), "lifecycle": services.cognition.lifecycle.stage,
                      "workspace_active": services.workspace.active_id},
             "action": {"status": "ready", "tools_registered": tools_registered, "tools_active": tools_active},
         },
     }
+
+
+def _stage4(services: Services) -> dict[str, Any]:
+    view = services.purpose.teleology.star_view()
+    if view is None:
+        return {"active": False, "reason": "no north star yet: auto_bootstrap_north_star derives one"}
+    return {"active": True, "star_id": view.id, "threshold": view.threshold}

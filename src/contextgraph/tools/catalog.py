@@ -8,11 +8,30 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from contextgraph.constitution import Constitution
-from contextgraph.tools import admin, causal, core, curation, diagnostic, discovery, gwt, metacog, navigation, utl
+from contextgraph.tools import (
+    admin,
+    atc,
+    autonomous,
+    causal,
+    core,
+    curation,
+    diagnostic,
+    discovery,
+    dream,
+    gwt,
+    meta_utl,
+    metacog,
+    navigation,
+    neuromod,
+    steering,
+    teleological,
+    utl,
+)
 from contextgraph.tools.registry import Alias, Registry
 
 # Category modules, in registry order. A later issue adds its module here.
-CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, causal, curation, navigation, metacog, diagnostic, admin,
+CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, atc, dream, neuromod, steering, causal, teleological,
+                                             autonomous, meta_utl, curation, navigation, metacog, diagnostic, admin,
                                              discovery)
 
 
