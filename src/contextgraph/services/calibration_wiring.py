@@ -2,8 +2,8 @@
 thresholds and λ from them, and the operations that observe outcomes feed them.
 
 Reads: θ_kur is the workspace's entry threshold (its exit threshold keeps the constitution's gap below it),
-`johari` the ΔS/ΔC computer's Johari boundary, the learned λ the computer's lifecycle λ (every L and L̂ is scored
-with it), θ_dup get_memetic_status's duplicate threshold (passed by its callers).
+`johari` the ΔS/ΔC computer's and the pulse's Johari boundary, the learned λ the computer's lifecycle λ (every L
+and L̂ is scored with it), θ_dup get_memetic_status's duplicate threshold (passed by its callers).
 Outcomes: a search offers each result (its north-star alignment, else its E1 similarity, against θ_opt/θ_acc/
 θ_warn) and each workspace candidate (its r_m, against θ_kur) as predictions; a tool call that names a memory
 uses it (forget_concept refutes it); merges confirm or refute θ_dup (services.curation). Every stored memory's
@@ -60,6 +60,7 @@ def attach_calibration(c: Constitution, storage: StoreHandle, workspace: Workspa
     thresholds.subscribe("theta_kur", workspace_threshold)
     storage.configure_delta_sc(computer)
     thresholds.subscribe("johari", lambda value: setattr(storage.delta_sc, "threshold", value))
+    thresholds.subscribe("johari", storage.cognition.set_johari_threshold)  # the pulse's quadrant too
     curation.observe_outcome = thresholds.observe
     return Calibration(thresholds, meta)
 

@@ -28,6 +28,7 @@ per call) owes the network the time elapsed since, which its next read integrate
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -235,6 +236,11 @@ class CognitiveState:
                 "purpose_vector": list(self.delta_c if self.purpose is None else self.purpose),
                 "purpose_source": "delta_c" if self.purpose is None else "north_star",
             }
+
+    def set_johari_threshold(self, threshold: float) -> None:
+        """The pulse's Johari boundary (ATC's `johari`, services.atc): the quadrant it reports is read with it."""
+        with self._lock:
+            self._rules = dataclasses.replace(self._rules, johari_threshold=float(threshold))
 
     def observe_memory_count(self, memory_count: int) -> None:
         """The store's size changed outside an inject (store_memory, forget, merge): keep λ's stage in step."""

@@ -73,3 +73,13 @@ def test_subscribers_follow_the_general_value_only() -> None:
     s.set("theta_kur", "Code", Setting(0.9), "test", None)
     s.set("theta_kur", "General", Setting(0.85), "test", None)
     assert seen == [0.8, 0.85]
+
+
+def test_the_pulse_reads_the_johari_boundary_from_atc() -> None:
+    from contextgraph.services.cognition import CognitiveState
+
+    cognition = CognitiveState(constitution())
+    s = service()
+    s.subscribe("johari", cognition.set_johari_threshold)
+    s.set("johari", "General", Setting(0.6), "test", None)
+    assert cognition.snapshot()["rules"].johari_threshold == 0.6
