@@ -295,4 +295,4 @@ def _stage_timer(timings: dict[str, float]) -> Callable[[str], None]:
 _STAGE4_INACTIVE = {"active": False,
                     "reason": "no north star yet: auto_bootstrap_north_star derives one from the stored memories"}
 _STAGE4_OPTED_OUT = "turned off for this query (stage4=false)"
-_STAGE4_IDS_SHOWN = 50  # dropped_ids lists at most this many (the best-fused of the dropped)
+_STAGE4_IDS_SHOWN = 20  # dropped_ids lists at most this many (the best-fused of the dropped; each is a record read)
