@@ -88,3 +88,17 @@ def test_session_start_status_carries_the_manifest():
     answers["get_system_instructions"] = {"instructions": "..."}  # no manifest in force: nothing added
     plain = run_hook(call, "get_memetic_status", {"hook_event_name": "SessionStart", "cwd": "/tmp"}, {})
     assert "manifest" not in plain.output["hookSpecificOutput"]["additionalContext"]
+
+
+def test_search_plan_queries_per_space():
+    from contextgraph.retrieval.query_kind import classify
+    from contextgraph.services.reflection import _query_for, _topic
+
+    goal = "I want to find why parse_config fails on Windows 11"
+    topic = _topic(goal)
+    assert topic == "find why parse_config fails on Windows 11"
+    assert _query_for("causal", goal, topic) == topic  # already a 'why' question: asked as it is
+    assert _query_for("causal", "deploys and the cache", "deploys and the cache") == "why deploys and the cache"
+    assert _query_for("code", goal, topic).startswith("parse_config")
+    assert "Windows" in _query_for("entity", goal, topic)
+    assert classify(_query_for("temporal", goal, topic)).temporal  # turns the time spaces on
