@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AwareDatetime, Field
 
 from contextgraph.security.free_text import FREE_TEXT
+from contextgraph.services.shortcuts import neighbourhood_paths
 from contextgraph.storage.base import EDGE_TYPES
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
@@ -33,7 +34,10 @@ class NeighborhoodArgs(Args):
 
 
 async def get_neighborhood(ctx: ToolContext, args: NeighborhoodArgs) -> dict[str, Any]:
-    return await ctx.services.graph.neighborhood(args.node_id, args.depth, args.edge_types, args.min_weight)
+    out = await ctx.services.graph.neighborhood(args.node_id, args.depth, args.edge_types, args.min_weight)
+    for path in neighbourhood_paths(out):  # traversals count towards amortized shortcuts (SPEC §10)
+        ctx.services.dream.record_traversal(path, "get_neighborhood")
+    return out
 
 
 class RecentArgs(Args):
@@ -56,7 +60,10 @@ class CausalPathArgs(Args):
 
 
 async def find_causal_path(ctx: ToolContext, args: CausalPathArgs) -> dict[str, Any]:
-    return await ctx.services.graph.causal_path(args.source_id, args.target_id, args.max_hops, args.direction)
+    out = await ctx.services.graph.causal_path(args.source_id, args.target_id, args.max_hops, args.direction)
+    if out.get("found"):
+        ctx.services.dream.record_traversal(list(out["path"]), "find_causal_path")
+    return out
 
 
 class EntailmentArgs(Args):
