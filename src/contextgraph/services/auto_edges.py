@@ -51,6 +51,20 @@ class AutoEdgeRules:
         # Until typed edges carry weights (curation issue), a link_to edge weighs 1.
         return tuple((1.0, np.asarray(fp[1])) for fp in store.fingerprints(seqs, spaces=[1]) if fp is not None)
 
+    def graph_context(self, store: MemoryStore, links: Sequence[str], similar: Sequence[tuple[str, float]],
+                      causal: Sequence[CausalMatch]) -> list[tuple[float, np.ndarray]]:
+        """(edge weight, E1 vector) of every neighbour the new memory's edges will join it to (Temporal aside), one
+        pair per edge as `edges` weighs it: E8 at store time is then what services.e8_refresh computes once the
+        edges exist, and a new memory is compared in E8 with stored ones that already have their edges."""
+        linked = set(links)
+        weighted = ([(self.link_weight, m) for m in links]
+                    + [(round(min(1.0, score), 6), m) for m, score in similar if m not in linked]
+                    + [(round(min(1.0, c.similarity), 6), c.other) for c in causal])
+        records = [store.get(m) for _, m in weighted]
+        seqs = [r.seq for r in records if r is not None]
+        e1 = {seq: np.asarray(fp[1]) for seq, fp in zip(seqs, store.fingerprints(seqs, spaces=[1])) if fp is not None}
+        return [(w, e1[r.seq]) for (w, _), r in zip(weighted, records) if r is not None and r.seq in e1]
+
     def similar(self, store: MemoryStore, indexes: SearchIndexes, fingerprint: Fingerprint) -> list[tuple[str, float]]:
         """(id, E1 cosine) of the nearest existing memories above the Semantic-edge threshold."""
         nearest = indexes.search(1, fingerprint[1], self.semantic_k)

@@ -52,9 +52,9 @@ import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
 from contextgraph.services.delta_sc_result import DeltaSc, SpaceResult
 from contextgraph.services.store_model import EMPTY_MODEL, Clusters, RefitCache, StoreModel, TranslationFits
-from contextgraph.storage.indexes import INDEXED_SPACES
 from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
@@ -111,6 +111,9 @@ class DeltaScComputer:
         self.max_clusters = int(cl.get("max", 16))
         self.considered = int(cl.get("considered", 4))
         self.reference_size = int(cal.get("reference_samples", 64))
+        # E6/E13 neighbours skip query terms in more than this share of memories, as search_graph's stage 1
+        # does: their postings are the longest and their idf the smallest (the neighbourhood's cost at 10K)
+        self.sparse_max_df = float(constitution["retrieval"]["sparse_max_df"])
         self._models = RefitCache("store-model")
         self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth)
 
@@ -247,34 +250,21 @@ class DeltaScComputer:
     # -- one computation ---------------------------------------------------------------------------------------
     def _neighbours(self, store: Any, indexes: Any, fingerprint: Fingerprint, exclude: frozenset[int],
                     cache: dict[int, Fingerprint] | None = None) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
-        """The 2k nearest of every indexed space (E12: E1's), `exclude` left out, and the fingerprints of their
-        union (read once; `cache`, when given, keeps them across calls: the leave-one-out loop)."""
-        want = 2 * self.k
-        ranked: dict[int, list[int]] = {}
-        for space in INDEXED_SPACES:
-            hits = indexes.search(space, fingerprint[space], want + len(exclude))
-            ranked[space] = [seq for seq, _ in hits if seq not in exclude][:want]
-        ranked[12] = ranked[1]
-        # one read of every neighbour's whole fingerprint: the spaces share most neighbours, and inject_context
-        # ranks its related memories from this same neighbourhood (Retriever.rank) without reading it again
-        union = list(dict.fromkeys(seq for seqs in ranked.values() for seq in seqs))
-        if cache is None:
-            neighbourhood = {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
-            return ranked, neighbourhood
-        missing = [seq for seq in union if seq not in cache]
-        cache.update((seq, fp) for seq, fp in zip(missing, store.fingerprints(missing)) if fp is not None)
-        return ranked, {seq: cache[seq] for seq in union if seq in cache}
+        return index_neighbours(store, indexes, fingerprint, exclude, 2 * self.k, self.sparse_max_df, cache)
 
     def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], emotional_weight: float = 1.0,
                 exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
                 triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
-                importance: float | None = None, tau: Sequence[float] | None = None) -> DeltaSc:
+                importance: float | None = None, tau: Sequence[float] | None = None,
+                pool: Mapping[int, Fingerprint] | None = None) -> DeltaSc:
         """φ is the memory's own binding spread (D19), not the network's. wₑ = 0.5 + `importance` when given,
-        else `emotional_weight`; τ uniform unless given."""
+        else `emotional_weight`; τ uniform unless given. `pool` ({seq: fingerprint}): draw the neighbours
+        from it instead of the indexes (services.delta_sc_pool: a search's answer)."""
         started = time.perf_counter()
         by_space = {e.space: e for e in embedders}
-        ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)
+        ranked, neighbourhood = (self._neighbours(store, indexes, fingerprint, exclude) if pool is None
+                                 else rank_within(by_space, fingerprint, pool, 2 * self.k, exclude))
         timings = {"neighbours": _ms(started)}
         model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
         timings["model"] = _ms(started) - timings["neighbours"]

@@ -16,8 +16,9 @@ import anyio
 
 from contextgraph.constitution import Constitution
 from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
+from contextgraph.embedders.e08_graph import mix
 from contextgraph.embedders.pipeline import FingerprintPipeline
-from contextgraph.fingerprint import Fingerprint
+from contextgraph.fingerprint import Fingerprint, dense
 from contextgraph.log import get_logger
 from contextgraph.retrieval.modulation import Modulation
 from contextgraph.security.pii import redact
@@ -92,8 +93,10 @@ class MemoryService:
                                                       modality=modality, causal_direction=query_direction(query),
                                                       query_text=query,  # what kind of query (time, code, prose)
                                                       stage4=stage4)
-            # D16: the query's novelty and its neighbourhood's coherence against the store move the pulse
-            utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint)
+            # D16: the query's novelty against its answer, and the answer's coherence, move the pulse
+            seqs = [f.record.seq for f in retrieval.found]
+            answer = {s: fp for s, fp in zip(seqs, self.handle.store.fingerprints(seqs)) if fp is not None}
+            utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer)
             return Searched(query, retrieval, breakdown, embed_ms), fingerprint, utl
 
         searched, fingerprint, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
@@ -152,9 +155,12 @@ class MemoryService:
             started = time.perf_counter()
             (fingerprint,), (triples,) = pipeline.embed_with_triples([draft])
             timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
+            similar, causal = rules.similar(store, indexes, fingerprint), rules.causal(store, indexes, content,
+                                                                                      fingerprint, e5)
+            # E8 from every edge the memory is about to get, automatic ones included (services.e8_refresh)
+            fingerprint[8] = mix(dense(fingerprint[1]), rules.graph_context(store, links, similar, causal))
             utl = self._novelty(pipeline, fingerprint, triples, new.importance)
-            return (fingerprint, triples, utl, rules.similar(store, indexes, fingerprint),
-                    rules.causal(store, indexes, content, fingerprint, e5))
+            return fingerprint, triples, utl, similar, causal
 
         fingerprint, triples, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self.perception.cpu)
         extra: dict[str, Any] = {}

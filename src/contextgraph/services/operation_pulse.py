@@ -4,8 +4,9 @@ The pulse's entropy and coherence are running averages of the aggregate ΔS and 
 (CognitiveState.record). An operation contributes the UTL (services.delta_sc, the engine's one calibrated
 measure) of what it touched, scored against the store:
 
-    search_graph     the query: its novelty against the store, and the coherence of its neighbourhood, which is
-                     what the answer is drawn from (connectivity to the nearest, cluster fit, consistency)
+    search_graph     the query against its answer (services.delta_sc_neighbours.rank_within: the found memories
+                     are its neighbourhood, no index search or read): how novel the query is against what the
+                     store answers, and how coherent that answer is around it (connectivity, cluster fit)
     merge_concepts   the merged memory against the store before the merge, sources still in it: merging
                      duplicates scores near-zero novelty, so entropy falls
     forget_concept   the forgotten memory against the rest (scored before it goes)
@@ -18,7 +19,7 @@ operation that touched several memories folds the mean of their per-space values
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -32,13 +33,15 @@ from contextgraph.services.store_handle import StoreHandle
 
 def score(storage: StoreHandle, embedders: Sequence[Any], fingerprint: Fingerprint, *,
           exclude: frozenset[int] = frozenset(), importance: float | None = None,
-          edge_weights: Sequence[float] = (), own_triples: Sequence[Any] = ()) -> DeltaSc:
-    """The UTL of `fingerprint` against the store (in the caller's worker thread)."""
+          edge_weights: Sequence[float] = (), own_triples: Sequence[Any] = (),
+          pool: Mapping[int, Fingerprint] | None = None) -> DeltaSc:
+    """The UTL of `fingerprint` against the store, or against `pool` ({seq: fingerprint}) when given (in the
+    caller's worker thread)."""
     state = storage.cognition.snapshot()
     return storage.delta_sc.compute(storage.store, storage.indexes, embedders, fingerprint,
                                     coherence_history=state["coherence_history"], exclude=exclude,
                                     edge_weights=edge_weights, triples=own_triples, own_triples=own_triples,
-                                    importance=importance)
+                                    importance=importance, pool=pool)
 
 
 def fold(storage: StoreHandle, results: Sequence[DeltaSc]) -> None:

@@ -87,17 +87,23 @@ class IndexSet:
         """(seq, score) best first; score is the space's similarity (cosine, dot, BM25, 1 − normalised Hamming).
         An index with nothing in it yet answers []. `max_df` and `bm25` (k1, b; sparse spaces only): see
         SparseIndex.search."""
-        if space not in INDEXED_SPACES:
-            raise ValueError(f"E{space} has no index (E12 is scored per candidate from the store)")
+        return self.search_many({space: query}, k, max_df, **bm25)[space]
+
+    def search_many(self, queries: Mapping[int, Vector], k: int, max_df: float = 1.0,
+                    **bm25: float) -> dict[int, list[tuple[int, float]]]:
+        """search() in several spaces ({space: query} → {space: hits}) after one catch-up, under one read lock:
+        the UTL's neighbourhood asks every indexed space about the same memory."""
+        if bad := [space for space in queries if space not in INDEXED_SPACES]:
+            raise ValueError(f"E{bad[0]} has no index (E12 is scored per candidate from the store)")
         if self.store is not None:
             self.catch_up()
+        out: dict[int, list[tuple[int, float]]] = {}
         with self._lock.read():
-            index = self._indexes.get(space)
-            if index is None:
-                return []
-            if isinstance(index, SparseIndex):
-                return index.search(sparse(query), k, max_df, **bm25)
-            return index.search(dense(query), k)
+            for space, query in queries.items():
+                index = self._indexes.get(space)
+                out[space] = ([] if index is None else index.search(sparse(query), k, max_df, **bm25)
+                              if isinstance(index, SparseIndex) else index.search(dense(query), k))
+        return out
 
     def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], **bm25: float) -> np.ndarray:
         """float64 [len(docs)] BM25 scores of given documents, with this space's index statistics (df, avgdl)."""

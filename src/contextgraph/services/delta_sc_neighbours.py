@@ -1,0 +1,61 @@
+"""The UTL's neighbourhood (services.delta_sc): per space the 2k nearest stored memories and their fingerprints.
+
+index_neighbours  every indexed space's own index (E12, which has none, borrows E1's order), searched after one
+                  catch-up under one read lock where the indexes offer search_many; E6/E13 skip query terms found
+                  in more than `sparse_max_df` of the memories, as search_graph's stage 1 does (their postings
+                  are the longest and their idf the smallest: the neighbourhood's cost at 10K)
+rank_within       a pool the caller already holds, ranked per space by the space's own similarity. search_graph
+                  scores its query's UTL for the pulse (SPEC D16) against the memories it answers with, so the
+                  index searches and the neighbourhood read (most of the UTL's cost) are skipped, and ΔS/ΔC say
+                  how novel the query is against its answer and how coherent that answer is around it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.storage.indexes import INDEXED_SPACES
+
+LATE_INTERACTION, SEMANTIC = 12, 1
+Neighbourhood = tuple[dict[int, list[int]], dict[int, Fingerprint]]  # (space → seqs best first, seq → fingerprint)
+
+
+def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude: frozenset[int], want: int,
+                     sparse_max_df: float, cache: dict[int, Fingerprint] | None = None) -> Neighbourhood:
+    """The `want` nearest of every indexed space, `exclude` left out, and the fingerprints of their union (read
+    once; `cache`, when given, keeps them across calls: the leave-one-out loop)."""
+    queries = {space: fingerprint[space] for space in INDEXED_SPACES}
+    many = getattr(indexes, "search_many", None)
+    found = (many(queries, want + len(exclude), sparse_max_df) if many is not None else
+             {space: indexes.search(space, q, want + len(exclude), sparse_max_df) for space, q in queries.items()})
+    ranked = {space: [seq for seq, _ in hits if seq not in exclude][:want] for space, hits in found.items()}
+    ranked[LATE_INTERACTION] = ranked[SEMANTIC]
+    # one read of every neighbour's whole fingerprint: the spaces share most neighbours, and inject_context
+    # ranks its related memories from this same neighbourhood (Retriever.rank) without reading it again
+    union = list(dict.fromkeys(seq for seqs in ranked.values() for seq in seqs))
+    if cache is None:
+        return ranked, {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
+    missing = [seq for seq in union if seq not in cache]
+    cache.update((seq, fp) for seq, fp in zip(missing, store.fingerprints(missing)) if fp is not None)
+    return ranked, {seq: cache[seq] for seq in union if seq in cache}
+
+
+def rank_within(by_space: Mapping[int, Any], fingerprint: Fingerprint, pool: Mapping[int, Fingerprint],
+                want: int, exclude: frozenset[int] = frozenset()) -> Neighbourhood:
+    """The `want` most similar of `pool` per space (`exclude` left out): the shape of index_neighbours."""
+    kept = {seq: fp for seq, fp in pool.items() if seq not in exclude}
+    seqs = list(kept)
+    fps = [kept[s] for s in seqs]
+    ranked: dict[int, list[int]] = {}
+    for space in SPACES:
+        if space.id == LATE_INTERACTION:
+            continue
+        sims = space_similarities(by_space, space, fingerprint, fps)
+        ranked[space.id] = [seqs[i] for i in np.argsort(-sims, kind="stable")[:want].tolist()]
+    ranked[LATE_INTERACTION] = ranked[SEMANTIC]
+    return ranked, kept

@@ -1,0 +1,63 @@
+"""The UTL's two neighbourhoods (services.delta_sc_neighbours) agree where they must: ranking a pool that holds
+the whole store by each space's own similarity gives the dense spaces' index neighbours (HNSW is exact on a
+store this small), E12 borrows E1's order in both, and `exclude` leaves the scored memory out of both. A search's
+UTL against its answer (D16) is a full UTL: ΔS/ΔC in [0, 1] in every space."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from contextgraph import log
+from contextgraph.app import build_services
+from contextgraph.constitution import constitution
+from contextgraph.embedders.pipeline import Draft
+from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
+from contextgraph.services.memory_payloads import NewMemory
+
+pytestmark = pytest.mark.anyio
+TEXTS = [
+    "The deploy failed because the database migration timed out after 30 seconds.",
+    "Run pytest -x to stop at the first failing test.",
+    "Kuramoto oscillators synchronise once the coupling exceeds a critical value.",
+    "The team prefers squash merges so that main keeps one commit per feature.",
+    "Our staging cluster runs PostgreSQL 16 with two read replicas.",
+    "The cache is warmed at start-up from the previous run's snapshot.",
+    "Sourdough bread needs a ripe starter and a long cold proof.",
+    "A stale lock file stops the second server from opening the store.",
+]
+# E5's index is the cosine of the whole [cause ; effect] vector, its similarity the better of the like halves:
+# two measures, so its two neighbourhoods may differ
+DENSE = (1, 2, 3, 4, 7, 8, 10, 11)
+
+
+async def test_a_pool_of_the_whole_store_ranks_like_the_indexes(settings):
+    services = build_services(settings, constitution(), log.LogRing(100))
+    services.storage.open()
+    try:
+        for text in TEXTS:
+            await services.memory.store(NewMemory(text, "a memory for the neighbourhood test"))
+        handle = services.storage
+        pipeline = await services.perception.pipeline()
+        by_space = {e.space: e for e in pipeline.embedders}
+        store, indexes = handle.store, handle.indexes
+        everything = {r.seq: fp for r, fp in store.scan()}
+        (probe,) = pipeline.embed([Draft("Why did the database migration time out during the deploy?",
+                                         timestamp=time.time())])
+        for exclude in (frozenset(), frozenset({min(everything)})):
+            ranked, fps = index_neighbours(store, indexes, probe, exclude, 4, 1.0)
+            pooled, kept = rank_within(by_space, probe, everything, 4, exclude)
+            assert not exclude & set(kept) and not any(exclude & set(r) for r in pooled.values())
+            for space in DENSE:
+                assert set(pooled[space]) == set(ranked[space]), space
+            assert pooled[12] == pooled[1] and ranked[12] == ranked[1]
+            assert set(fps) <= set(kept)
+        answer = {s: everything[s] for s in list(everything)[:3]}
+        utl = handle.delta_sc.compute(store, indexes, pipeline.embedders, probe, coherence_history=[0.5] * 4,
+                                      pool=answer)
+        assert len(utl.delta_s) == 13 and all(0.0 <= v <= 1.0 for v in utl.delta_s + utl.delta_c)
+        assert not np.isnan(utl.learning_score)
+    finally:
+        services.close()
