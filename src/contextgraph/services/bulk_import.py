@@ -2,8 +2,10 @@
 `contextgraph export`. Lines arrive validated (shell.bulk holds them to store_memory's argument model); here a
 batch of them becomes memories the way store_memory makes one, with three differences that are the point:
 
-    one forward pass    the whole batch goes through the pipeline at once (`embed_with_triples`), not one text
-                        per call, and every embedder works on the batch as a whole
+    one pipeline call   the whole batch goes through the pipeline at once (`embed_with_triples`), not one text
+                        per call: the backbone runs it as few forwards as its length buckets allow (one padded
+                        forward for texts of 11-256 tokens cost 3x the texts one by one), and every embedder
+                        works on the batch as a whole
     one transaction     the batch commits in one `graph_write`: every memory with all 13 spaces, its edges, its
                         E11 triples and its "created" lineage, or nothing of the batch (ARCH-01); durable when
                         `import_batch` returns
