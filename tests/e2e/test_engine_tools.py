@@ -44,6 +44,17 @@ async def error_of(client, name, arguments):
     return await refusal(client, name, arguments)
 
 
+async def e8_settled(app) -> None:
+    """Until the background E8 refresh (services.e8_refresh) has nothing queued: a store's edges move its
+    neighbours' E8 after the answer, so a fingerprint read too early is not the one a later call reads."""
+    handle = app.services.storage
+    for _ in range(50):
+        await handle.writer.submit(lambda: None)
+        if not handle.e8.pending:
+            return
+    raise AssertionError("the E8 refresh queue did not drain")
+
+
 def stored_fingerprint(app, memory_id):
     store = app.services.storage.store
     return store.fingerprints([store.get(memory_id).seq])[0]
@@ -71,6 +82,7 @@ async def test_compute_delta_sc_scores_an_update_from_the_store(client):
 
 async def test_compute_delta_sc_takes_fingerprints_and_the_alias(client, app):
     ids = [(await inject(client, text, 0))["id"] for text in RELATED[:4]]
+    await e8_settled(app)
     same = fingerprint_to_json(stored_fingerprint(app, ids[1]))
     out = await tool(client, "gwt/compute_delta_sc", {"vertex_id": ids[1], "new_fingerprint": same,
                                                       "include_diagnostics": True})

@@ -3,7 +3,8 @@
 index_neighbours  every indexed space's own index (E12, which has none, borrows E1's order), searched after one
                   catch-up under one read lock where the indexes offer search_many; E6/E13 skip query terms found
                   in more than `sparse_max_df` of the memories, as search_graph's stage 1 does (their postings
-                  are the longest and their idf the smallest: the neighbourhood's cost at 10K)
+                  are the longest and their idf the smallest: the neighbourhood's cost at 10K), unless that
+                  leaves fewer than `want` hits (a small store, where every term is that common)
 rank_within       a pool the caller already holds, ranked per space by the space's own similarity. search_graph
                   scores its query's UTL for the pulse (SPEC D16) against the memories it answers with, so the
                   index searches and the neighbourhood read (most of the UTL's cost) are skipped, and ΔS/ΔC say
@@ -22,6 +23,7 @@ from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.storage.indexes import INDEXED_SPACES
 
 LATE_INTERACTION, SEMANTIC = 12, 1
+SPARSE_SPACES = (6, 13)
 Neighbourhood = tuple[dict[int, list[int]], dict[int, Fingerprint]]  # (space → seqs best first, seq → fingerprint)
 
 
@@ -33,6 +35,9 @@ def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude
     many = getattr(indexes, "search_many", None)
     found = (many(queries, want + len(exclude), sparse_max_df) if many is not None else
              {space: indexes.search(space, q, want + len(exclude), sparse_max_df) for space, q in queries.items()})
+    for space in SPARSE_SPACES:  # a small store has every term in more than max_df of it: then ask for all terms
+        if space in found and len(found[space]) < want + len(exclude) and sparse_max_df < 1.0:
+            found[space] = indexes.search(space, queries[space], want + len(exclude), 1.0)
     ranked = {space: [seq for seq, _ in hits if seq not in exclude][:want] for space, hits in found.items()}
     ranked[LATE_INTERACTION] = ranked[SEMANTIC]
     # one read of every neighbour's whole fingerprint: the spaces share most neighbours, and inject_context
