@@ -252,7 +252,7 @@ class Retriever:
         inactive."""
         if self.purpose is None:
             return None, None, self._stage4_idle(wanted)
-        alignments = self.purpose.alignments(self.embedders, docs)  # the workspace ranks by them in any case
+        alignments = self.purpose.alignments_of_seqs(self.embedders, seqs, docs)  # the workspace ranks by them too
         if not wanted:
             return alignments, None, self._stage4_idle(wanted)
         keep = alignments >= self.purpose.threshold

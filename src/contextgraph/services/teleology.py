@@ -39,6 +39,7 @@ from contextgraph.teleology.purpose import alignment, purpose_vectors, weight_ve
 
 _log = get_logger("teleology")
 DOCUMENT = "teleology"
+CACHE_MAX = 200_000  # alignments kept per star (a float and an int each); past it the cache starts over
 STAR_DOCUMENT = "teleology/star/"
 
 
@@ -51,6 +52,10 @@ class StarView:
     weights: np.ndarray  # 13 alignment weights, sum 1
     threshold: float
     reference: np.ndarray | None = None  # 13 per-space similarities of a typical member (teleology.purpose)
+    # seq → alignment under this star, shared by the views of one star: a memory's weighted spaces never change
+    # under its seq (E8, the one space rewritten in place, has no alignment weight), so stage 4 measures each
+    # candidate once per star instead of once per search
+    cache: dict[int, float] | None = None
 
     def purpose(self, by_space: dict[int, Embedder], docs: Sequence[Fingerprint],
                 only_weighted: bool = False) -> np.ndarray:
@@ -62,6 +67,21 @@ class StarView:
 
     def align(self, pvs: np.ndarray) -> np.ndarray:
         return alignment(pvs, self.weights, self.reference)
+
+    def alignments_of_seqs(self, by_space: dict[int, Embedder], seqs: Sequence[int],
+                           docs: Sequence[Fingerprint]) -> np.ndarray:
+        """Alignments of stored candidates (their seqs and fingerprints), through the star's cache."""
+        if self.cache is None:
+            return self.alignments(by_space, docs)
+        known = {seq: self.cache.get(seq) for seq in seqs}  # a local copy: another search may clear the cache
+        missing = [i for i, seq in enumerate(seqs) if known[seq] is None]
+        if missing:
+            if len(self.cache) > CACHE_MAX:
+                self.cache.clear()
+            fresh = self.alignments(by_space, [docs[i] for i in missing])
+            for i, a in zip(missing, fresh):
+                known[seqs[i]] = self.cache[seqs[i]] = float(a)
+        return np.array([known[seq] for seq in seqs], dtype=np.float64)
 
 
 def empty_state() -> dict[str, Any]:
@@ -87,6 +107,8 @@ class TeleologyService:
         self._state: dict[str, Any] = empty_state()
         self._star: Fingerprint | None = None
         self._embedders: dict[int, Embedder] = {}
+        self._cache: dict[int, float] = {}  # stage 4's alignments under the star `_cache_for`
+        self._cache_for: str | None = None
         self.recompute: dict[str, Any] = {"running": False, "star_id": None, "done": 0, "total": 0}
         self._recent = deque(maxlen=int(t["ego_window"]))
 
@@ -134,8 +156,10 @@ class TeleologyService:
             if state.get("star") is None or self._star is None:
                 return None
             ref = state["star"].get("reference")
+            if self._cache_for != state["star"]["id"]:
+                self._cache, self._cache_for = {}, state["star"]["id"]
             return StarView(state["star"]["id"], self._star, self.weights, self.alignment_threshold(),
-                            None if ref is None else np.asarray(ref, dtype=np.float64))
+                            None if ref is None else np.asarray(ref, dtype=np.float64), self._cache)
 
     def alignment_threshold(self) -> float:
         return float(self.threshold_source())
