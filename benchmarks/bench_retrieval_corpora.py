@@ -139,8 +139,38 @@ class Bench:
         self.store.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
-    def retriever(self, settings: RetrievalSettings | None = None) -> Retriever:
-        return Retriever(self.store, self.indexes, self.pipeline.embedders, settings or self.settings)
+    def retriever(self, settings: RetrievalSettings | None = None, purpose: Any = None) -> Retriever:
+        return Retriever(self.store, self.indexes, self.pipeline.embedders, settings or self.settings, (), purpose)
+
+    def north_star(self, constitution: dict, log: Callable[[str], None]) -> Any:
+        """The star auto_bootstrap_north_star would derive from this store (the same kernels and settings as
+        services.autonomous: k-means over E1 with k by silhouette, the largest cluster's centroid over its ≤ 256
+        members nearest the centre, alignment relative to its typical member), without an app."""
+        from contextgraph.services.teleology import StarView
+        from contextgraph.teleology.clustering import cluster, dominant, unit
+        from contextgraph.teleology.purpose import member_reference, purpose_vectors, weight_vector
+        from contextgraph.teleology.star import centroid
+
+        a, t = constitution["autonomous"], constitution["teleology"]
+        t0 = perf()
+        c = cluster(self.e1, 2, 11, seed=int(a["cluster_seed"]), sample=int(a["silhouette_sample"]),
+                    minibatch_above=int(a["minibatch_above"]))
+        d = dominant(c.labels)
+        rows = np.flatnonzero(c.labels == d)
+        nearest = rows[np.argsort(-(unit(self.e1[rows]) @ c.centroids[d]), kind="stable")][: int(t["star_members_max"])]
+        star = centroid([self.emb.docs[i] for i in nearest])
+        weights = weight_vector({int(k): float(v) for k, v in t["alignment_weights"].items()})
+        by_space = {e.space: e for e in self.pipeline.embedders}
+        sample = rows[:: max(1, len(rows) // 500)]
+        reference = member_reference(purpose_vectors(by_space, star, [self.emb.docs[i] for i in sample]))
+        view = StarView("bench", star, weights, float(constitution["retrieval"]["alignment_floor"]), reference)
+        self.doc_alignment = np.concatenate([view.alignments(by_space, self.emb.docs[lo: lo + 512])
+                                             for lo in range(0, len(self.emb.docs), 512)])
+        self.star_info = {"k": c.k, "silhouette": round(c.silhouette, 4), "star_cluster_size": len(rows),
+                          "docs_aligned_above_threshold": int((self.doc_alignment >= view.threshold).sum()),
+                          "seconds": round(perf() - t0, 1)}
+        log(f"[{self.name}] north star: {self.star_info}")
+        return view
 
     def ranks_of(self, lists: Sequence[Sequence[int]]) -> np.ndarray:
         return np.array([rank_in(found, int(self.relevant[i])) for i, found in enumerate(lists)])
@@ -173,8 +203,9 @@ class Bench:
         return [self.seqs[row].tolist() for row in docs]
 
     # -- the full pipeline, for real --
-    def full(self, settings: RetrievalSettings, idx: np.ndarray | None = None) -> tuple[list[list[int]], list[float]]:
-        retriever = self.retriever(settings)
+    def full(self, settings: RetrievalSettings, idx: np.ndarray | None = None,
+             purpose: Any = None) -> tuple[list[list[int]], list[float]]:
+        retriever = self.retriever(settings, purpose)
         idx = np.arange(len(self.queries)) if idx is None else idx
         out, times = [], []
         for i in idx.tolist():
@@ -366,6 +397,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--check", type=int, default=200, help="queries on which the replay is checked against run()")
     ap.add_argument("--settings", help="a results JSON whose tuning.chosen settings to evaluate (no tuning)")
     ap.add_argument("--name", default="retrieval_corpora")
+    ap.add_argument("--stage4", action="store_true",
+                    help="also run the full pipeline with a north star (stage 4 on): recall with and without it, "
+                         "on all queries and on those whose relevant document is aligned with the star")
+    ap.add_argument("--stage4-only", type=int, metavar="N",
+                    help="only the full pipeline with and without stage 4, on N queries of each corpus's test half "
+                         "(no baselines, no tuning pools: minutes instead of most of an hour)")
     args = ap.parse_args(argv)
 
     def log(m: str) -> None:
@@ -382,6 +419,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = RetrievalSettings.from_constitution(constitution)
     benches = [Bench(name, pipeline, base, log) for name in args.corpora.split(",")]
     results: dict[str, Any] = {"corpora": {}, "constitution_settings": settings_dict(base)}
+    if args.stage4_only:
+        for bn in benches:
+            view = bn.north_star(constitution, log)
+            idx = bn.halves["test"][: args.stage4_only]
+            plain, plain_ms = bn.full(base, idx)
+            with_s4, s4_ms = bn.full(base, idx, purpose=view)
+            r_plain = np.array([rank_in(f, int(bn.relevant[i])) for f, i in zip(plain, idx.tolist())])
+            r_s4 = np.array([rank_in(f, int(bn.relevant[i])) for f, i in zip(with_s4, idx.tolist())])
+            on = bn.doc_alignment[idx] >= view.threshold
+            results["corpora"][bn.name] = {
+                **bn.star_info, "queries": len(idx), "on_theme_queries": int(on.sum()),
+                "recall@10": {"without_s4": metrics(r_plain)["recall@10"], "with_s4": metrics(r_s4)["recall@10"]},
+                "recall@10_on_theme": {"without_s4": metrics(r_plain[on])["recall@10"] if on.any() else None,
+                                       "with_s4": metrics(r_s4[on])["recall@10"] if on.any() else None},
+                "retriever_ms": {"without_s4": summarize(plain_ms), "with_s4": summarize(s4_ms)}}
+            log(f"[{bn.name}] {results['corpora'][bn.name]}")
+            bn.close()
+        write_result(args.name, results)
+        return 0
 
     chosen = base
     if args.settings:
@@ -425,7 +481,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         full_lists, times = bn.full(chosen)
         lists["full"] = full_lists
+        if args.stage4:
+            view = bn.north_star(constitution, log)
+            lists["full_s4"], s4_times = bn.full(chosen, purpose=view)
         found = {k: bn.ranks_of(v) for k, v in lists.items()}
+        if args.stage4:
+            on_theme = np.flatnonzero(bn.doc_alignment >= view.threshold)  # query i's relevant doc is doc i
+            r["stage4"] = {**bn.star_info, "retriever_ms_s4": summarize(s4_times),
+                           "recall@10_all": {k: metrics(found[k])["recall@10"] for k in ("full", "full_s4")},
+                           "on_theme_queries": len(on_theme),
+                           "recall@10_on_theme": {k: metrics(found[k][on_theme])["recall@10"] if len(on_theme)
+                                                  else None for k in ("full", "full_s4")}}
+            log(f"[{bn.name}] stage 4: {r['stage4']}")
         check = bn.halves["tune"][: args.check]
         replay_ranks = bn.replay(chosen, check)
         r["replay_agrees_with_run"] = round(float(np.mean(replay_ranks == found["full"][check])), 4)
