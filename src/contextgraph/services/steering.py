@@ -17,6 +17,7 @@ mean confidence of the edges it was stored with below 0.5) −0.3. The reward mo
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -64,6 +65,11 @@ class SteeringService:
         self.min_terms = int(s["rationale_min_terms"])
         self.sample = int(s["gardener_sample"])
         self.target = float(s["target_edges_per_memory"])
+        # the Gardener's figures cost a walk over the newest memories' edges (~ms each at the sample's size on a
+        # busy machine): measured once per refresh interval, not on every store
+        self.gardener_refresh = float(s["gardener_refresh_seconds"])
+        self._gardener: dict[str, float] | None = None
+        self._gardener_at = 0.0
         self.storage = storage
         self.neuromodulation = neuromodulation
         self._lock = threading.Lock()
@@ -72,7 +78,13 @@ class SteeringService:
     async def on_store(self, record: MemoryRecord, fingerprint: Fingerprint, utl: DeltaSc) -> dict[str, Any]:
         """Judge one stored memory (after its commit), feed the reward to dopamine and keep it."""
         store = self.storage.store
-        gardener, priors = await anyio.to_thread.run_sync(store.graph_read, lambda g: self._graph_view(g, record.id))
+        now = time.monotonic()
+        refresh = self._gardener is None or now - self._gardener_at >= self.gardener_refresh
+        gardener, priors = await anyio.to_thread.run_sync(
+            store.graph_read, lambda g: self._graph_view(g, record.id, refresh))
+        if refresh:
+            self._gardener, self._gardener_at = gardener, now
+        gardener = self._gardener or gardener
         nearest = _max_cosine(fingerprint[1], [fp[1] for fp in utl.neighbourhood.values()])
         entry = self.judge(record, nearest, priors, gardener, utl)
         entry["dopamine"] = self.neuromodulation.steering_reward(entry["reward"])
@@ -119,9 +131,13 @@ class SteeringService:
                              "lifecycle_stage": stage.stage, **{k: round(v, 6) for k, v in gardener.items()}},
                 "would_raise_it": advice}
 
-    def _graph_view(self, g: GraphTxn, memory_id: str) -> tuple[dict[str, float], float | None]:
+    def _graph_view(self, g: GraphTxn, memory_id: str, gardener: bool) -> tuple[dict[str, float], float | None]:
+        """(the Gardener's graph-health figures, or {} when not refreshed now; the new memory's mean edge
+        confidence, None without edges)."""
         own = g.edges(memory_id)
         priors = float(np.mean([e.confidence for e in own])) if own else None
+        if not gardener:
+            return {}, priors
         recent = g.recent(self.sample, None, None)
         orphans = sum(1 for r in recent if not g.edges(r.id))
         live = self.storage.store.count()
