@@ -51,14 +51,16 @@ def recalibrate(service: ThresholdService, level: int, domain: str, threshold: s
     for name in names:
         spec = service.spec(name)
         current = service.setting(name, domain)
-        if start is not None:  # the caller's starting point, checked against the bounds first
-            current = service.set(name, domain, replace(current, theta=float(start)),
-                                  f"level {level}: started from the given θ", level)
+        if start is not None and not spec.lo <= start <= spec.hi:  # refused before anything changes
+            service.set(name, domain, replace(current, theta=float(start)), "", level)
         scores, outcomes = service.outcomes.pairs(name, domain)
         needed = 1 if level == 1 else min_pairs
         if scores.size < needed:
             skipped[name] = f"{scores.size} recorded pairs; level {level} needs at least {needed}"
             continue
+        if start is not None:  # the caller's starting point (within the bounds: checked above)
+            current = service.set(name, domain, replace(current, theta=float(start)),
+                                  f"level {level}: started from the given θ", level)
         before = quality(service, name, current, scores, outcomes)
         after_setting, detail = _run(service, level, spec, current, scores, outcomes)
         reason = f"level {level} ({LEVELS[level]}) on {scores.size} pairs: {detail.pop('summary')}"

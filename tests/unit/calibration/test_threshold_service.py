@@ -148,3 +148,13 @@ def test_metrics_by_timeframe_and_persistence_round_trip() -> None:
     assert list(copy.log) == list(s.log)
     assert heard == [0.7, s.value("theta_acc")]
     assert np.isfinite(atc_levels.metrics(copy, "30d")["metrics"]["theta_acc"]["General"]["ece"])
+
+
+def test_a_refused_recalibration_changes_nothing() -> None:
+    s, _ = service()
+    fill(s, "theta_dup", "General", 5, 0.9, 0.5, seed=1)
+    with pytest.raises(ThresholdError):  # too few pairs: the valid start must not stay behind
+        atc_levels.recalibrate(s, 2, "General", "theta_dup", start=0.85)
+    with pytest.raises(ThresholdError):  # out of bounds
+        atc_levels.recalibrate(s, 1, "General", "theta_dup", start=0.5)
+    assert s.value("theta_dup") == 0.9 and not s.log
