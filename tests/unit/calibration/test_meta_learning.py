@@ -44,6 +44,7 @@ def test_a_step_stays_in_bounds_and_moves_only_beyond_the_error_threshold(lam: f
 
 def test_biased_predictions_move_lambda_and_the_log_says_why() -> None:
     meta = MetaLearningService(constitution(), background=False)
+    meta.floor = 0.0  # the per-operation rule alone (the escalation has its own test)
     before = meta.stage(100).lambda_s
     session(meta, 600, bias=0.3, noise=0.05, seed=1)  # L above L̂: the engine under-predicts
     after = meta.stage(100).lambda_s
@@ -109,6 +110,7 @@ def test_no_operations_is_a_utl_error_and_state_survives_a_restart() -> None:
 
 def test_policy_keeps_the_learned_offset_across_lifecycle_stages() -> None:
     meta = MetaLearningService(constitution(), background=False)
+    meta.floor = 0.0  # the per-operation rule alone
     session(meta, 300, bias=0.3, noise=0.05, seed=8, count=100)  # growth: prior 0.5
     offset = meta.offset
     stages = constitution()["utl"]["lifecycle"]
