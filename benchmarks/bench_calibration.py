@@ -97,15 +97,21 @@ def meta_bench(ops: int, seed: int) -> None:
                   f"{entry['lambda_s'][1]}: {entry['reason'][:150]}")
 
 
-async def status_bench(calls: int) -> None:
+async def status_bench(calls: int, memories: int = 0) -> None:
+    from _workload import bench_settings, fill_store, realistic_texts
+
     from contextgraph.app import build_app
-    from contextgraph.config import Settings
 
     with tempfile.TemporaryDirectory() as home:
-        app = build_app(Settings.from_env({"CONTEXTGRAPH_HOME": home, "CONTEXTGRAPH_LOG_LEVEL": "error"}),
-                        configure_logging=True)
+        app = build_app(bench_settings(home), configure_logging=True)
         try:
             await app.services.storage.ready()
+            if memories:  # a real store under the tools, though none of them reads a memory
+                pipeline = await app.services.perception.pipeline()
+                texts = realistic_texts()
+                items = [next(texts) for _ in range(memories)]
+                report = fill_store(app.services.storage, pipeline, items, start_time=time.time() - 60.0 * memories)
+                print(f"\nfilled {report.memories} memories in {report.wall_s:.0f} s")
             service, meta = app.services.thresholds, app.services.meta_learning
             c = app.constitution
             rng = np.random.default_rng(0)
@@ -118,7 +124,8 @@ async def status_bench(calls: int) -> None:
                 meta.observe(200, float(rng.uniform(0.5, 0.9)), float(rng.uniform(0.2, 0.5)), 0.5)
             pairs = sum(service.outcomes.count(t, d) for t, d in service.outcomes.keys())
             print(f"\n== status tools through the dispatcher: {pairs} recorded pairs, Meta-UTL window "
-                  f"{len(meta.window)}, log {len(meta.log)} (empty memory store: these tools read no memory)")
+                  f"{len(meta.window)}, log {len(meta.log)}, {app.services.storage.store.count()} memories "
+                  "(these tools read no memory)")
             ctx = app.tool_context("bench")
             for tool, args in (("get_threshold_status", {}), ("get_threshold_status", {"domain": "Code",
                                                                                        "embedder_id": 1}),
@@ -145,10 +152,13 @@ def main() -> int:
     ap.add_argument("--ops", type=int, default=3000)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--memories", type=int, default=0, help="fill the store with this many memories first")
+    ap.add_argument("--status-only", action="store_true", help="only the status tools' latency")
     args = ap.parse_args()
-    thresholds_bench(args.pairs, args.seed)
-    meta_bench(args.ops, args.seed)
-    asyncio.run(status_bench(args.calls))
+    if not args.status_only:
+        thresholds_bench(args.pairs, args.seed)
+        meta_bench(args.ops, args.seed)
+    asyncio.run(status_bench(args.calls, args.memories))
     return 0
 
 
