@@ -70,7 +70,12 @@ def test_raw_json_lines_over_stdio(tmp_path):
     # the server middleware adds `aliases` at the top level of a listed tool that has them (SPEC §4)
     by_name = {t["name"]: t for t in tools}
     assert by_name["compute_delta_sc"]["aliases"] == ["gwt/compute_delta_sc"]
-    assert all("aliases" not in t for name, t in by_name.items() if name != "compute_delta_sc")
+    assert by_name["get_neuromodulation_state"]["aliases"] == ["get_neuromodulation"]
+    aliased: dict[str, list[str]] = {}  # the constitution's aliases whose target is registered
+    for alias in constitution()["tool_aliases"]:
+        if alias["target"] in by_name:
+            aliased.setdefault(alias["target"], []).append(alias["alias"])
+    assert {name: t["aliases"] for name, t in by_name.items() if "aliases" in t} == aliased
 
     ok = responses[2]["result"]
     assert set(ok["_cognitive_pulse"]) == PULSE_FIELDS  # the seeds' contract: top level of result

@@ -110,7 +110,7 @@ async def test_abort_mid_phase_keeps_what_was_committed(app, call):
     assert partial["aborted"] and partial["woken_by"] == "abort_dream" and partial["transactions"] >= 1
     after = edges_of(app)
     changed = [k for k in before if after[k].weight != before[k].weight]
-    assert len(changed) == partial["edges_strengthened"] + partial["edges_weakened"] or changed
+    assert partial["edges_strengthened"] + partial["edges_weakened"] >= 1 and changed  # the committed batches stay
     assert app.services.storage.store.check() == []  # no half edge
     assert (await call("abort_dream")).payload["aborted"] is False
 
