@@ -100,6 +100,8 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     memory.after_results.append(on_results(calibration.thresholds, workspace))
     purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock)
     memory.teleology = purpose.teleology  # purpose vectors on store, stage 4 on search
+    # stage 4's alignment floor is ATC's θ_warn (prior 0.55 = retrieval.alignment_floor), learned from use
+    purpose.teleology.threshold_source = lambda: calibration.thresholds.value("theta_warn")
     return Services(
         settings=settings,
         constitution=c,
