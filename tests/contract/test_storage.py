@@ -214,3 +214,11 @@ def test_rewrite_spaces_replaces_only_those_spaces_in_one_transaction(store, rng
     assert after[0] == before[0]
     assert all(same_fingerprint(x, y, multivector_f16=False) for x, y in zip(before[1], after[1]))  # type: ignore[arg-type]
     assert same_fingerprint(fp_b, after[1][1]) and store.check() == []
+
+
+def test_the_first_memory_may_come_through_a_graph_transaction(store, rng):
+    """A bulk import restores memories into an empty store: every table a memory needs is made on the way."""
+    fp = fingerprint(rng)
+    restored = store.graph_write(lambda g: g.restore_memory(record(), encode_fingerprint(fp)))
+    assert restored.seq == 1 and store.count() == 1 and store.check() == []
+    assert same_fingerprint(fp, store.fingerprints([restored.seq])[0])

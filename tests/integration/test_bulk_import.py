@@ -153,8 +153,8 @@ async def test_import_and_export_on_postgresql(tmp_path, make_settings, postgres
     """The import writes through the store protocol only (graph_write, restore_memory): the same on PostgreSQL."""
     pg = build_app(make_settings(tmp_path / "pg", CONTEXTGRAPH_STORE_URL=postgres_url))
     try:
-        # PgGraphTxn.restore_memory cannot write the first fingerprint of an empty database (the vector tables
-        # are made by PgStore.put); the empty case is the xfail below
+        # one memory through store_memory first, so the import also meets a store it adds to (the empty store
+        # is the next test)
         await pg.services.memory.store(NewMemory("Stored through store_memory first.", "the tables exist"))
         path = write_jsonl(tmp_path / "corpus.jsonl", LINES[:3])
         report = await import_file(pg, path, batch_size=2)
@@ -168,14 +168,13 @@ async def test_import_and_export_on_postgresql(tmp_path, make_settings, postgres
         pg.close()
 
 
-@pytest.mark.xfail(strict=True, reason="PostgreSQL backend: restore_memory into a database whose vector tables "
-                                       "do not exist yet fails (KeyError in vectors.insert_rows); PgStore.put makes "
-                                       "them. Passes once restore_memory makes them too")
 async def test_import_into_an_empty_postgresql_store(tmp_path, make_settings, postgres_url):
+    """The first fingerprints of an empty database come through restore_memory, which makes the vector tables."""
     pg = build_app(make_settings(tmp_path / "pg", CONTEXTGRAPH_STORE_URL=postgres_url))
     try:
         report = await import_file(pg, write_jsonl(tmp_path / "corpus.jsonl", LINES[:2]))
         assert report.stored == 2
+        assert pg.services.storage.store.check() == []
     finally:
         pg.close()
 

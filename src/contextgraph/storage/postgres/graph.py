@@ -24,7 +24,7 @@ from contextgraph.storage.codec import (
     encode_triples,
 )
 from contextgraph.storage.postgres import vectors
-from contextgraph.storage.postgres.schema import VECTOR_SPACES, space_table
+from contextgraph.storage.postgres.schema import VECTOR_SPACES, ensure_space_tables, fingerprint_dims, space_table
 
 _RECENT_CHUNK = 256
 
@@ -87,7 +87,12 @@ class PgGraphTxn:
         self.cur.execute("INSERT INTO memories (id, seq, session, created_at, record) VALUES (%s, %s, %s, %s, %s)",
                          (record.id, record.seq, record.session, record.created_at, encode_record(record)))
         self.cur.execute("INSERT INTO fingerprints (seq, blob) VALUES (%s, %s)", (record.seq, blob))
-        vectors.insert_rows(self.cur, record.seq, fingerprint, self._types(self.cur))
+        types = self._types(self.cur)
+        if any(space not in types for space in VECTOR_SPACES):
+            # the first memory of an empty store written by a graph transaction (a restore, a bulk import): make
+            # the vector tables inside it (a savepoint, under the write lock it holds), committed with it or not
+            types = ensure_space_tables(self.cur.connection, fingerprint_dims(fingerprint))
+        vectors.insert_rows(self.cur, record.seq, fingerprint, types)
         self.cur.execute("INSERT INTO oplog (seq, op, memory_id, memory_seq) VALUES (%s, 'put', %s, %s)",
                          (record.seq, record.id, record.seq))
 
