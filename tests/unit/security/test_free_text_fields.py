@@ -25,7 +25,9 @@ from contextgraph.tools.catalog import CATEGORY_MODULES
 IDENTIFIERS = {"node_id", "memory_id", "source_id", "target_id", "vertex_id", "source_node_ids", "link_to",
                "session_id", "citation_tag", "reversal_hash", "name", "names",
                # issue 18: omni_infer's memory ids, test_recall_accuracy's expected ids, reload_manifest's file path
-               "source", "target", "expected_node_ids", "path"}
+               "source", "target", "expected_node_ids", "path",
+               # issue 15: stored vectors, profiles, north stars and goals, all looked up by id
+               "query_vector_id", "result_vector_id", "profile_id", "revert_to", "parent_goal_id"}
 SPECS = [spec for module in CATEGORY_MODULES for spec in module.TOOLS]
 
 
