@@ -70,6 +70,11 @@ COVERED = {
     ("compute_delta_sc", "new_content"), ("compute_delta_sc", "old_content"),
     ("search_graph", "query"), ("search_tombstones", "query"), ("tool_find", "query"),
     ("temporary_scratchpad", "key"), ("temporary_scratchpad", "value"),
+    # issues 15 and 18: text that is searched, embedded, checked or planned from, and a profile's name
+    ("search_teleological", "query_content"), ("compute_teleological_vector", "content"),
+    ("manage_teleological_profile", "name"), ("query_causal", "query"), ("reflect_on_memory", "goal"),
+    ("generate_search_plan", "goal"), ("check_adversarial", "content"), ("test_recall_accuracy", "query"),
+    ("debug_compare_retrieval", "query"),
 }
 
 
@@ -116,6 +121,20 @@ async def test_no_secret_from_any_free_text_field_is_stored_echoed_or_logged(cli
     # a call nested in tool_call is redacted by the same dispatcher step
     await run("tool_call", {"name": "annotate_node",
                             "arguments": {"node_id": a, "annotations": {"notes": planted("nested")}}})
+    for name, args in (("search_teleological", {"query_content": planted("tele-query")}),
+                       ("compute_teleological_vector", {"content": planted("tele-content")})):
+        refused = await client.call_tool(name, args)  # no north star yet: refused, and the refusal is clean too
+        assert refused.is_error and "north star" in refused.content[0].text.lower()
+        assert [secret for secret in RAW if secret in refused.content[0].text] == []
+    profile = await run("manage_teleological_profile", {"action": "create", "name": f"ops password={PASSWORD}"})
+    assert "password" in profile["redacted"] and profile["redacted_fields"] == ["name"]  # a name is ≤ 128 chars
+    await run("manage_teleological_profile", {"action": "list"})
+    await run("query_causal", {"query": planted("why")}, "query")
+    await run("reflect_on_memory", {"goal": planted("reflect")}, "goal")
+    await run("generate_search_plan", {"goal": planted("plan")}, "goal")
+    await run("check_adversarial", {"content": planted("adversarial")}, "content")
+    await run("test_recall_accuracy", {"query": planted("recall"), "expected_node_ids": [a]}, "query")
+    await run("debug_compare_retrieval", {"query": planted("compare"), "spaces": ["E1"]}, "query")
     # what reads the stored text back: lineage (every rationale), recent context, the tombstone
     lineage = await run("get_node_lineage", {"node_id": a})
     assert len(lineage["events"]) >= 3
