@@ -40,6 +40,29 @@ def _norm(k1: float, b: float, avgdl: float) -> tuple[float, float]:
     return k1 * (1.0 - b), (k1 * b / avgdl) if avgdl > 0 else 0.0
 
 
+def bm25_scores(query_terms: np.ndarray, term_idf: np.ndarray, docs: Sequence[Sparse], avgdl: float,
+                k1: float = K1, b: float = B) -> np.ndarray:
+    """float64 [len(docs)]: the BM25 score of each document for the distinct `query_terms` (ascending) with their
+    `term_idf`, given the collection's avgdl (0 → the documents' own mean). The one scoring of given documents
+    that both backends use (SparseIndex.score, and PostgreSQL's postings), so their scores cannot drift apart."""
+    out = np.zeros(len(docs))
+    if not len(query_terms) or not len(docs):
+        return out
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    if not lengths.sum():
+        return out
+    terms = np.concatenate([d.indices for d in docs]).astype(np.int64)
+    tf = np.concatenate([d.values for d in docs]).astype(np.float64)
+    owner = np.repeat(np.arange(len(docs)), lengths)
+    dl = np.bincount(owner, weights=tf, minlength=len(docs))
+    base, slope = _norm(k1, b, avgdl or float(dl.mean()) or 1.0)
+    pos = np.minimum(np.searchsorted(query_terms, terms), len(query_terms) - 1)
+    hit = query_terms[pos] == terms
+    tf_hit, owner_hit = tf[hit], owner[hit]
+    part = term_idf[pos[hit]] * (k1 + 1) * tf_hit / (tf_hit + base + slope * dl[owner_hit])
+    return np.bincount(owner_hit, weights=part, minlength=len(docs))
+
+
 class SparseIndex:
     def __init__(self) -> None:
         self._docs: list[np.ndarray] = []  # per term: int32 slots; capacity = len(array), used = self._used[t]
@@ -215,25 +238,8 @@ class SparseIndex:
     def score(self, query: Sparse, docs: Sequence[Sparse], *, k1: float = K1, b: float = B) -> np.ndarray:
         """float64 [len(docs)]: the same BM25 score as `search` for given documents (indexed or not), e.g. the
         candidates of a fused retrieval; the collection statistics (df, avgdl) are this index's."""
-        out = np.zeros(len(docs))
         q_terms = np.unique(np.asarray(query.indices, dtype=np.int64))
-        if not len(q_terms) or not len(docs):
-            return out
-        idf = self.idf(q_terms)
-        lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-        if not lengths.sum():
-            return out
-        terms = np.concatenate([d.indices for d in docs]).astype(np.int64)
-        tf = np.concatenate([d.values for d in docs]).astype(np.float64)
-        owner = np.repeat(np.arange(len(docs)), lengths)
-        dl = np.bincount(owner, weights=tf, minlength=len(docs))
-        avgdl = self.avgdl() or float(dl.mean()) or 1.0
-        base, slope = _norm(k1, b, avgdl)
-        pos = np.minimum(np.searchsorted(q_terms, terms), len(q_terms) - 1)
-        hit = q_terms[pos] == terms
-        tf_hit, owner_hit = tf[hit], owner[hit]
-        part = idf[pos[hit]] * (k1 + 1) * tf_hit / (tf_hit + base + slope * dl[owner_hit])
-        return np.bincount(owner_hit, weights=part, minlength=len(docs))
+        return bm25_scores(q_terms, self.idf(q_terms), docs, self.avgdl(), k1, b)
 
     # --- persistence -------------------------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from contextgraph.storage.postgres.schema import (
 )
 from contextgraph.storage.postgres.store import PgStore
 from contextgraph.storage.postgres.vectors import as_param
-from contextgraph.storage.sparse_index import K1, B
+from contextgraph.storage.sparse_index import K1, B, bm25_scores
 
 INDEXED_SPACES = tuple(sorted(VECTOR_SPACES + SPARSE_SPACES))
 
@@ -47,29 +47,6 @@ INDEXED_SPACES = tuple(sorted(VECTOR_SPACES + SPARSE_SPACES))
 def idf(df: np.ndarray, n: int) -> np.ndarray:
     """BM25's idf (the Lucene/bm25s form, never negative), as storage.sparse_index.SparseIndex.idf."""
     return np.log1p((n - df + 0.5) / (df + 0.5))
-
-
-def bm25_scores(query_terms: np.ndarray, term_idf: np.ndarray, docs: Sequence[Sparse], avgdl: float,
-                k1: float = K1, b: float = B) -> np.ndarray:
-    """float64 [len(docs)]: the BM25 score of each document for the distinct `query_terms` (ascending) with their
-    `term_idf`, given the collection's avgdl (SparseIndex.score's formula; avgdl 0 → the documents' own mean)."""
-    out = np.zeros(len(docs))
-    if not len(query_terms) or not len(docs):
-        return out
-    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-    if not lengths.sum():
-        return out
-    terms = np.concatenate([d.indices for d in docs]).astype(np.int64)
-    tf = np.concatenate([d.values for d in docs]).astype(np.float64)
-    owner = np.repeat(np.arange(len(docs)), lengths)
-    dl = np.bincount(owner, weights=tf, minlength=len(docs))
-    avgdl = avgdl or float(dl.mean()) or 1.0
-    base, slope = k1 * (1.0 - b), k1 * b / avgdl
-    pos = np.minimum(np.searchsorted(query_terms, terms), len(query_terms) - 1)
-    hit = query_terms[pos] == terms
-    tf_hit, owner_hit = tf[hit], owner[hit]
-    part = term_idf[pos[hit]] * (k1 + 1) * tf_hit / (tf_hit + base + slope * dl[owner_hit])
-    return np.bincount(owner_hit, weights=part, minlength=len(docs))
 
 
 _DENSE_SQL: dict[str, LiteralString] = {
