@@ -44,7 +44,8 @@ async def build_manifest(services: Services, tools_registered: int, tools_active
                                      "s3_rrf_fusion (13 spaces)", "s4_alignment_filter", "s5_maxsim_rerank (E12)"],
                           "stage4": _stage4(services)},
             "meta": {"status": "ready: UTL (per-space ΔS/ΔC), Kuramoto network, workspace, ego node, "
-                               "meta-cognition, dream consolidation, neuromodulation, steering; ATC is not built yet",
+                               "meta-cognition, dream consolidation, neuromodulation, steering, adaptive "
+                               "thresholds (ATC) and Meta-UTL, purpose (north star, stage 4)",
                      "dream": services.dream.phase_description(),
                      "pulse": services.cognition.pulse(), "lifecycle": services.cognition.lifecycle.stage,
                      "workspace_active": services.workspace.active_id},
