@@ -222,3 +222,15 @@ def test_the_first_memory_may_come_through_a_graph_transaction(store, rng):
     restored = store.graph_write(lambda g: g.restore_memory(record(), encode_fingerprint(fp)))
     assert restored.seq == 1 and store.count() == 1 and store.check() == []
     assert same_fingerprint(fp, store.fingerprints([restored.seq])[0])
+
+
+def test_recent_since_skips_a_restored_old_memory_instead_of_stopping_at_it(store, rng):
+    """Seq order is not creation order: a restore (or an imported line) keeps its old created_at under a new seq.
+    `recent(since=…)` must still find the newer memories stored before it."""
+    for i in range(3):
+        store.put(dataclasses.replace(record(content=f"today {i}"), created_at=2_000_000_000.0 + i), fingerprint(rng))
+    old = record(content="from 2023")  # created_at 1_700_000_000
+    store.graph_write(lambda g: g.restore_memory(old, encode_fingerprint(fingerprint(rng))))
+    found = store.graph_read(lambda g: g.recent(10, 1_900_000_000.0, None))
+    assert [r.content for r in found] == ["today 2", "today 1", "today 0"]
+    assert store.graph_read(lambda g: g.recent(1, None, None))[0].content == "from 2023"  # newest stored

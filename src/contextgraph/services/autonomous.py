@@ -235,7 +235,7 @@ class AutonomousService:
         # reinforce: move the star toward the centroid of the recent memories by β (the smallest on the grid
         # that reaches the target alignment of the recent window, or the constitution's β without a target)
         recent_ids = {d["id"] for d in report["drivers"]}
-        window_start = time.time() - report["window_seconds"]
+        window_start = self.clock.now() - report["window_seconds"]
         rows = np.array([i for i, r in enumerate(corpus.records) if r.created_at >= window_start or r.id in recent_ids])
         if not len(rows):
             return {"star": None, "reason": "no recent memories to reinforce the star toward"}

@@ -192,7 +192,12 @@ class StoreHandle:
     def _save_parts(self, store: MemoryStore, only_dirty: bool) -> None:
         for name, part in self.parts.items():
             if not only_dirty or getattr(part, "needs_save", getattr(part, "dirty", True)):
-                store.put_document(name, part.to_doc())
+                try:
+                    store.put_document(name, part.to_doc())  # to_doc marks the part clean: undo that on failure
+                except Exception:
+                    if hasattr(part, "dirty"):
+                        part.dirty = True  # so the next save, and close, write it again
+                    raise
 
     async def save_engine_after_commit(self) -> None:
         """The periodic save that follows an acknowledged write: its failure must not turn the write's answer

@@ -99,6 +99,12 @@ class GraphTxn(Protocol):
     def append_lineage(self, memory_id: str, event: dict) -> None: ...
 
 
+# `recent(since=…)` walks seqs newest first, but seq order is not creation order: a restored memory and an imported
+# line keep their old created_at under a new seq. So the walk skips older records instead of stopping at the first,
+# and ends after this many in a row (a burst of restores or an import's batch is far shorter).
+RECENT_OLDER_RUN = 1000
+
+
 class MemoryStore(Protocol):
     """The source of truth for one data directory. Every method is thread-safe; each write is one transaction,
     durable when it returns. Services depend on this protocol, never on a backend class."""

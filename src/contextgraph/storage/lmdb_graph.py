@@ -14,7 +14,7 @@ import numpy as np
 
 from contextgraph.errors import DimensionMismatch, StorageError
 from contextgraph.fingerprint import Vector
-from contextgraph.storage.base import Edge, MemoryRecord, NewTriple
+from contextgraph.storage.base import RECENT_OLDER_RUN, Edge, MemoryRecord, NewTriple
 from contextgraph.storage.codec import (
     decode_fingerprint,
     decode_record,
@@ -132,11 +132,16 @@ class GraphTxn:
         cursor = self.txn.cursor(db=self.db["seqs"])
         if not cursor.last():
             return out
+        older_run = 0
         for _k, mid in cursor.iterprev():
             raw = present(self.txn.get(mid, db=self.db["memories"]), f"the record of {bytes(mid).decode()}")
             record = decode_record(raw)
             if since is not None and record.created_at < since:
-                break
+                older_run += 1
+                if older_run >= RECENT_OLDER_RUN:
+                    break
+                continue
+            older_run = 0
             if session is None or record.session == session:
                 out.append(record)
                 if len(out) >= limit:
