@@ -4,6 +4,7 @@ ONNX transformer (seed 001 TC-CUR and TC-NAV rows)."""
 import time
 
 import pytest
+from engine_waits import e8_settled
 from tool_errors import refusal
 
 from contextgraph.storage.base import Edge
@@ -29,17 +30,6 @@ async def error(client, name, args):
 
 async def search_ids(client, query):
     return [r["id"] for r in (await call(client, "search_graph", {"query": query, "top_k": 10}))["results"]]
-
-
-async def e8_settled(app) -> None:
-    """Until the background E8 refresh (services.e8_refresh) has nothing queued: a link changes E8 after the
-    store's answer. Each drain queues the next batch behind what the writer already has."""
-    handle = app.services.storage
-    for _ in range(50):
-        await handle.writer.submit(lambda: None)
-        if not handle.e8.pending:
-            return
-    raise AssertionError("the E8 refresh queue did not drain")
 
 
 async def test_forget_restore_round_trip(client, app):

@@ -7,6 +7,7 @@ import uuid
 from contextlib import asynccontextmanager
 
 import pytest
+from engine_waits import e8_settled
 from mcp import Client
 from tool_errors import refusal
 
@@ -42,17 +43,6 @@ async def inject(client, content, related_k=3):
 
 async def error_of(client, name, arguments):
     return await refusal(client, name, arguments)
-
-
-async def e8_settled(app) -> None:
-    """Until the background E8 refresh (services.e8_refresh) has nothing queued: a store's edges move its
-    neighbours' E8 after the answer, so a fingerprint read too early is not the one a later call reads."""
-    handle = app.services.storage
-    for _ in range(50):
-        await handle.writer.submit(lambda: None)
-        if not handle.e8.pending:
-            return
-    raise AssertionError("the E8 refresh queue did not drain")
 
 
 def stored_fingerprint(app, memory_id):

@@ -93,11 +93,13 @@ async def test_stage4_drops_exactly_the_candidates_below_the_threshold(call, app
     for q in QUERIES:
         on = await search(call, q)
         s4 = on["stage4"]
-        assert s4["active"] and s4["threshold"] == 0.55
+        # the floor is ATC's θ_warn: its prior 0.55, nudged by the outcomes each search records (level 1)
+        theta = s4["threshold"]
+        assert s4["active"] and abs(theta - 0.55) < 0.05
         returned = [r["id"] for r in on["results"]]
         records = [app.services.storage.store.get(i) for i in returned + s4["dropped_ids"]]
         _, aligned = teleology.alignments_of(records, view)
-        assert (aligned[: len(returned)] >= 0.55).all() and (aligned[len(returned):] < 0.55).all()
+        assert (aligned[: len(returned)] >= theta).all() and (aligned[len(returned):] < theta).all()
         assert not set(returned) & set(s4["dropped_ids"]) and s4["dropped"] >= len(s4["dropped_ids"])
     theme_hits = [r["id"] for r in (await search(call, QUERIES[0]))["results"]]
     assert set(theme_hits) <= set(ids[: len(THEME)]) and len(theme_hits) >= 10  # on-theme recall kept
