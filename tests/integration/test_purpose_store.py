@@ -130,3 +130,15 @@ async def test_star_purpose_vectors_and_ego_survive_a_restart(call, app, setting
         assert out.payload["stage4"]["active"] and out.payload["stage4"]["star_id"] == star["star_id"]
     finally:
         again.close()
+
+
+async def test_concurrent_profile_creates_keep_every_profile(call):
+    """Each create changes the profiles as saved when its write runs (under the service's lock): six at once keep
+    all six. Before, each wrote back the copy it read before awaiting the write, and only the last survived."""
+    await fill(call)
+    names = [f"team {i}" for i in range(6)]
+    async with anyio.create_task_group() as tg:
+        for name in names:
+            tg.start_soon(call, "manage_teleological_profile", {"action": "create", "name": name})
+    listed = (await call("manage_teleological_profile", {"action": "list"})).payload
+    assert sorted(p["name"] for p in listed["profiles"]) == sorted(names)

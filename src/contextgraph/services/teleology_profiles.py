@@ -56,7 +56,7 @@ class TeleologyProfiles:
                        "embedder_weights": self._weights(fields), "group_priorities": self._groups(fields),
                        "fusion_strategy": fields.get("fusion_strategy") or "hierarchical",
                        "created_at": now, "updated_at": now}
-            await self._store({**profiles, pid: profile}, {"operation": "profile_created", "profile_id": pid})
+            await self._store(pid, profile, {"operation": "profile_created", "profile_id": pid})
             return {"action": "create", "profile": profile}
         if profile_id is None:
             raise InvalidParams(f"{action} needs a profile_id.", field="profile_id", allowed=sorted(profiles))
@@ -67,8 +67,7 @@ class TeleologyProfiles:
         if action == "read":
             return {"action": "read", "profile": profiles[profile_id]}
         if action == "delete":
-            rest = {k: v for k, v in profiles.items() if k != profile_id}
-            await self._store(rest, {"operation": "profile_deleted", "profile_id": profile_id})
+            await self._store(profile_id, None, {"operation": "profile_deleted", "profile_id": profile_id})
             return {"action": "delete", "deleted": profile_id, "profile": profiles[profile_id]}
         old = profiles[profile_id]
         new = {**old, "updated_at": time.time()}
@@ -82,7 +81,7 @@ class TeleologyProfiles:
             new["group_priorities"] = self._groups(fields)
         if fields.get("fusion_strategy"):
             new["fusion_strategy"] = fields["fusion_strategy"]
-        await self._store({**profiles, profile_id: new}, {"operation": "profile_updated", "profile_id": profile_id})
+        await self._store(profile_id, new, {"operation": "profile_updated", "profile_id": profile_id})
         return {"action": "update", "profile": new, "previous": old}
 
     def _weights(self, fields: dict[str, Any]) -> list[float]:
@@ -99,8 +98,19 @@ class TeleologyProfiles:
         given = fields.get("group_priorities") or {}
         return {g: float(given.get(g, 1.0)) for g in self.teleology.groups}
 
-    async def _store(self, profiles: dict[str, Any], log: dict[str, Any]) -> None:
+    async def _store(self, profile_id: str, profile: dict[str, Any] | None, log: dict[str, Any]) -> None:
+        """Set (or, with None, delete) one profile in the profiles as saved when the write runs: under the
+        service's lock, so two concurrent calls each keep the other's change (a copy read before awaiting the
+        write would put back what the other call just removed or drop what it added)."""
         def mutate(state: dict[str, Any]) -> None:
+            profiles = dict(state.get("profiles") or {})
+            if log["operation"] == "profile_created" and profile_id in profiles:
+                raise InvalidParams(f"A profile with id {profile_id!r} exists already; use action=update to "
+                                    "change it.", field="profile_id", existing=sorted(profiles))
+            if profile is None:
+                profiles.pop(profile_id, None)
+            else:
+                profiles[profile_id] = profile
             state["profiles"] = profiles
             self.teleology.log_operation(state, log)
 
@@ -128,10 +138,15 @@ class TeleologyProfiles:
         fq, fr = self._fingerprints([query_id, result_id], ("query_vector_id", "result_vector_id"))
         sims = np.array([float(space_similarities(by_space, s, fq, [fr])[0]) for s in SPACES])
         y = FEEDBACK[feedback] if relevance is None else relevance
-        before = self.matrix()
-        after, changed = synergy.update(before, sims, y, rate, scope, float(self.syn["contribution_floor"]))
+        floor = float(self.syn["contribution_floor"])
+        before = after = changed = np.zeros((13, 13))
 
         def mutate(state: dict[str, Any]) -> None:
+            # from the matrix as saved now (under the service's lock), so concurrent feedback all counts
+            nonlocal before, after, changed
+            saved = state.get("synergy")
+            before = synergy.initial(float(self.syn["prior"])) if saved is None else np.asarray(saved, np.float64)
+            after, changed = synergy.update(before, sims, y, rate, scope, floor)
             state["synergy"] = [[round(float(v), 6) for v in row] for row in after]
             state["synergy_updates"] = int(state.get("synergy_updates", 0)) + 1
             self.teleology.log_operation(state, {"operation": "synergy_updated", "feedback": feedback,
