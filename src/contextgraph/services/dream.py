@@ -255,7 +255,7 @@ class DreamService:
         batch = int(self.nrem["replay_batch"])
         interval = 60.0 / float(self.nrem["cues_per_minute"]) * batch
         pool = await anyio.to_thread.run_sync(phases.replay_pool, store, max(int(self.nrem["recent_window"]) * 4, 256))
-        self.memories_at_last_dream = store.count()
+        self.memories_at_last_dream = await anyio.to_thread.run_sync(store.count)
         while time.monotonic() < deadline and pool:
             queued = self.workspace.drain_replay(batch)
             report["replay_queue_drained"] += len(queued)
@@ -351,7 +351,8 @@ class DreamService:
         while True:
             await asyncio.sleep(float(self.auto_settings["check_seconds"]))
             try:
-                reason = self.due()
+                # due() reads the store (its last seq and count): a network round trip on PostgreSQL, so off the loop
+                reason = await anyio.to_thread.run_sync(self.due)
                 if reason is not None:
                     _log.info("dream triggered", reason=reason)
                     self._start("full", reason)
