@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import numpy as np
 
 from contextgraph.constitution import Constitution
 from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
@@ -160,13 +161,16 @@ class MemoryService:
             # E8 from every edge the memory is about to get, automatic ones included (services.e8_refresh)
             fingerprint[8] = mix(dense(fingerprint[1]), rules.graph_context(store, links, similar, causal))
             utl = self._novelty(pipeline, fingerprint, triples, new.importance)
+            if self.teleology is not None:  # its purpose vector under the north star, stored with it
+                self.teleology.use_embedders(pipeline.embedders)
+                purposes.append(self.teleology.purpose_of(fingerprint))
             return fingerprint, triples, utl, similar, causal
 
+        purposes: list[tuple[str, np.ndarray, float] | None] = []
         fingerprint, triples, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self.perception.cpu)
         extra: dict[str, Any] = {}
-        if self.teleology is not None:  # its purpose vector under the north star, stored with it
-            self.teleology.use_embedders(pipeline.embedders)
-            extra = self.teleology.record_extra(fingerprint)
+        if self.teleology is not None and purposes:
+            extra = self.teleology.extra_for(purposes[0])
         flags = screen(content, self.flag_score)  # issue 18: a suspicious memory is flagged, never dropped
         if flags:
             extra = {**extra, "adversarial": flags}

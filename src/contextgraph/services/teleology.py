@@ -200,7 +200,11 @@ class TeleologyService:
     def record_extra(self, fingerprint: Fingerprint) -> dict[str, Any]:
         """What a new memory's record carries: its purpose under the current star (nothing without one); the
         ego's recent purposes move with it."""
-        found = self.purpose_of(fingerprint)
+        return self.extra_for(self.purpose_of(fingerprint))
+
+    def extra_for(self, found: tuple[str, np.ndarray, float] | None) -> dict[str, Any]:
+        """record_extra for a purpose already measured (purpose_of, in a worker thread: it compares the
+        fingerprint with the star in all 13 spaces, too much work for the event loop)."""
         if found is None:
             return {}
         star_id, pv, a = found
