@@ -207,14 +207,14 @@ def sub_paths(path: Sequence[str], min_hops: int) -> Iterable[tuple[str, ...]]:
                 yield piece
 
 
-def shortcut_confidence(traversals: int, min_traversals: int, edge_confidences: Sequence[float],
-                        floor: float) -> float:
-    """(1 − (1 − floor)·min_traversals/traversals)·min(edge confidences): `floor` at exactly min_traversals
-    traversals of a path of certain edges, rising towards the weakest edge's confidence as traversals grow."""
+def shortcut_confidence(traversals: int, min_traversals: int, floor: float) -> float:
+    """1 − (1 − floor)·min_traversals/traversals: exactly `floor` (SPEC §10's 0.7) at min_traversals traversals,
+    rising towards 1 as the path is used more. Evidence of use only: the path's strength is its weight (the
+    product of its edges' weights), and its edges' own confidences measure other things (a Causal edge's is its
+    cue margin, a Semantic edge's its cosine) that would keep a well-trodden causal chain from ever qualifying."""
     if traversals <= 0:
         return 0.0
-    base = 1.0 - (1.0 - floor) * min(1.0, min_traversals / traversals)
-    return base * (min(edge_confidences) if edge_confidences else 1.0)
+    return 1.0 - (1.0 - floor) * min(1.0, min_traversals / traversals)
 
 
 def path_weight(weights: Sequence[float]) -> float:

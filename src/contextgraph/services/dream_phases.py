@@ -221,8 +221,7 @@ def commit_shortcuts(store: MemoryStore, tracker: ShortcutTracker, limit: int) -
             if any(h is None for h in hops) or any(g.get(n) is None for n in (path[0], path[-1])):
                 continue
             edges = [h for h in hops if h is not None]
-            confidence = kernels.shortcut_confidence(count, tracker.min_traversals, [e.confidence for e in edges],
-                                                     tracker.min_confidence)
+            confidence = kernels.shortcut_confidence(count, tracker.min_traversals, tracker.min_confidence)
             if confidence < tracker.min_confidence:
                 continue
             first, last = path[0], path[-1]

@@ -102,8 +102,7 @@ def describe(g: GraphTxn, tracker: ShortcutTracker, min_confidence: float, limit
             broken += 1
             continue
         edges = [h for h in hops if h is not None]
-        confidence = shortcut_confidence(count, tracker.min_traversals, [e.confidence for e in edges],
-                                         tracker.min_confidence)
+        confidence = shortcut_confidence(count, tracker.min_traversals, tracker.min_confidence)
         if confidence < min_confidence:
             continue
         applied = tracker.applied.get(path)

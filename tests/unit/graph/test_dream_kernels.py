@@ -122,8 +122,9 @@ def test_recency_sample_is_distinct_and_biased_to_the_newest():
 
 
 def test_shortcut_confidence_and_weight():
-    assert d.shortcut_confidence(5, 5, [1.0, 1.0, 1.0], 0.7) == pytest.approx(0.7)
-    assert d.shortcut_confidence(50, 5, [1.0, 1.0], 0.7) == pytest.approx(0.97)
-    assert d.shortcut_confidence(10, 5, [0.9, 0.5], 0.7) == pytest.approx(0.85 * 0.5)
-    assert d.shortcut_confidence(0, 5, [1.0], 0.7) == 0.0
+    assert d.shortcut_confidence(5, 5, 0.7) == pytest.approx(0.7)  # SPEC §10: ≥ 0.7 once traversed 5 times
+    assert d.shortcut_confidence(50, 5, 0.7) == pytest.approx(0.97)
+    assert d.shortcut_confidence(10, 5, 0.7) == pytest.approx(0.85)
+    assert d.shortcut_confidence(4, 5, 0.7) == pytest.approx(0.7)  # capped: the count gates, not the confidence
+    assert d.shortcut_confidence(0, 5, 0.7) == 0.0
     assert d.path_weight([0.5, 0.8, 0.9]) == pytest.approx(0.36)
