@@ -102,7 +102,8 @@ class TeleologyService:
         self.history_max = int(t["operations_history"])
         # stage 4's threshold; the self-calibration (ATC) issue replaces this source with its adaptive one
         self.threshold_source: Callable[[], float] = lambda: float(constitution["retrieval"]["alignment_floor"])
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the loaded state, the star and the caches: held briefly, never on I/O
+        self._save_lock = threading.Lock()  # one save at a time, held across the writer's round trip
         self._loaded_from: MemoryStore | None = None
         self._state: dict[str, Any] = empty_state()
         self._star: Fingerprint | None = None
@@ -116,6 +117,8 @@ class TeleologyService:
     def state(self) -> dict[str, Any]:
         """The loaded state of the open store (reloaded when the store was reopened)."""
         store = self.storage.store
+        if self._loaded_from is store:  # the common case, lock-free: a save swaps in a whole new dict
+            return self._state
         with self._lock:
             if self._loaded_from is not store:
                 self._state = {**empty_state(), **(store.get_document(DOCUMENT) or {})}
@@ -132,13 +135,19 @@ class TeleologyService:
     def star_document(self, star_id: str) -> dict[str, Any] | None:
         return self.storage.store.get_document(STAR_DOCUMENT + star_id)
 
-    def save(self, mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """Apply `mutate` to a copy of the state and write it through the writer (durable on return)."""
-        with self._lock:
+    def save(self, mutate: Callable[[dict[str, Any]], None],
+             on_saved: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Apply `mutate` to a copy of the state and write it through the writer (durable on return). Saves run
+        one at a time; readers (state(), star_view(), often on the event loop) never wait for the writer: the
+        new state, and whatever `on_saved` swaps with it, is put in place under the short lock once written."""
+        with self._save_lock:
             state = {**self.state()}
             mutate(state)
             self.storage.writer.submit_future(self.storage.store.put_document, DOCUMENT, state).result()
-            self._state = state
+            with self._lock:
+                self._state = state
+                if on_saved is not None:
+                    on_saved()
             return state
 
     def log_operation(self, state: dict[str, Any], entry: dict[str, Any]) -> None:
@@ -151,8 +160,9 @@ class TeleologyService:
 
     # -- the star --------------------------------------------------------------------------------------------
     def star_view(self) -> StarView | None:
-        state = self.state()
+        self.state()  # loaded
         with self._lock:
+            state = self._state  # read with _star under the lock: set_star swaps both together
             if state.get("star") is None or self._star is None:
                 return None
             ref = state["star"].get("reference")
@@ -182,9 +192,10 @@ class TeleologyService:
             state["star"] = entry
             self.log_operation(state, {"operation": "north_star_set", "star_id": star_id, "source": source})
 
-        with self._lock:
-            self.save(mutate)
+        def swap_star() -> None:
             self._star = star
+
+        self.save(mutate, on_saved=swap_star)
         self._start_recompute(star_id)
         return entry
 
