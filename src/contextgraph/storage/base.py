@@ -5,7 +5,7 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol, TypeVar
@@ -103,6 +103,26 @@ class GraphTxn(Protocol):
 # line keep their old created_at under a new seq. So the walk skips older records instead of stopping at the first,
 # and ends after this many in a row (a burst of restores or an import's batch is far shorter).
 RECENT_OLDER_RUN = 1000
+
+
+def recent_since(newest_first: Iterable[MemoryRecord], limit: int, since: float | None,
+                 session: str | None) -> list[MemoryRecord]:
+    """GraphTxn.recent's selection over a backend's records, newest stored first: up to `limit` of `session`
+    (any without one) created at or after `since`, skipping older records until RECENT_OLDER_RUN come in a row."""
+    out: list[MemoryRecord] = []
+    older_run = 0
+    for record in newest_first:
+        if since is not None and record.created_at < since:
+            older_run += 1
+            if older_run >= RECENT_OLDER_RUN:
+                break
+            continue
+        older_run = 0
+        if session is None or record.session == session:
+            out.append(record)
+            if len(out) >= limit:
+                break
+    return out
 
 
 class MemoryStore(Protocol):

@@ -14,7 +14,7 @@ import numpy as np
 
 from contextgraph.errors import DimensionMismatch, StorageError
 from contextgraph.fingerprint import Vector
-from contextgraph.storage.base import RECENT_OLDER_RUN, Edge, MemoryRecord, NewTriple
+from contextgraph.storage.base import Edge, MemoryRecord, NewTriple, recent_since
 from contextgraph.storage.codec import (
     decode_fingerprint,
     decode_record,
@@ -128,25 +128,15 @@ class GraphTxn:
 
     def recent(self, limit: int, since: float | None, session: str | None) -> list[MemoryRecord]:
         """Newest stored first (walking seqs backwards): O(limit) reads without a session filter."""
-        out: list[MemoryRecord] = []
+        return recent_since(self._newest_first(), limit, since, session)
+
+    def _newest_first(self) -> Iterator[MemoryRecord]:
         cursor = self.txn.cursor(db=self.db["seqs"])
         if not cursor.last():
-            return out
-        older_run = 0
+            return
         for _k, mid in cursor.iterprev():
-            raw = present(self.txn.get(mid, db=self.db["memories"]), f"the record of {bytes(mid).decode()}")
-            record = decode_record(raw)
-            if since is not None and record.created_at < since:
-                older_run += 1
-                if older_run >= RECENT_OLDER_RUN:
-                    break
-                continue
-            older_run = 0
-            if session is None or record.session == session:
-                out.append(record)
-                if len(out) >= limit:
-                    break
-        return out
+            yield decode_record(present(self.txn.get(mid, db=self.db["memories"]),
+                                        f"the record of {bytes(mid).decode()}"))
 
     def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
         cursor = self.txn.cursor(db=self.db["ids"])

@@ -15,7 +15,7 @@ from psycopg import sql
 
 from contextgraph.errors import DimensionMismatch, StorageError
 from contextgraph.fingerprint import Vector, dense
-from contextgraph.storage.base import EDGE_TYPES, RECENT_OLDER_RUN, Edge, MemoryRecord, NewTriple
+from contextgraph.storage.base import EDGE_TYPES, Edge, MemoryRecord, NewTriple, recent_since
 from contextgraph.storage.codec import (
     decode_fingerprint,
     decode_record,
@@ -158,31 +158,21 @@ class PgGraphTxn:
         self.cur.execute("DELETE FROM triples WHERE id = %s", (memory_id,))
 
     def recent(self, limit: int, since: float | None, session: str | None) -> list[MemoryRecord]:
-        """Newest stored first, walking seqs backwards and skipping memories older than `since` until
-        RECENT_OLDER_RUN of them come in a row (the LMDB backend's walk, in chunks)."""
-        out: list[MemoryRecord] = []
+        """Newest stored first (the LMDB backend's selection, storage.base.recent_since), read in chunks."""
+        return recent_since(self._newest_first(), limit, since, session)
+
+    def _newest_first(self) -> Iterator[MemoryRecord]:
         below = None
-        older_run = 0
-        while len(out) < limit:
+        while True:
             rows = self.cur.execute(
                 "SELECT record FROM memories WHERE (%s::bigint IS NULL OR seq < %s) ORDER BY seq DESC LIMIT %s",
                 (below, below, _RECENT_CHUNK)).fetchall()
             if not rows:
-                break
+                return
             for (raw,) in rows:
                 record = decode_record(raw)
                 below = record.seq
-                if since is not None and record.created_at < since:
-                    older_run += 1
-                    if older_run >= RECENT_OLDER_RUN:
-                        return out
-                    continue
-                older_run = 0
-                if session is None or record.session == session:
-                    out.append(record)
-                    if len(out) >= limit:
-                        break
-        return out
+                yield record
 
     def ids_with_prefix(self, prefix: str, limit: int = 2) -> list[str]:
         rows = self.cur.execute("SELECT id FROM memories WHERE id >= %s ORDER BY id LIMIT %s",
