@@ -159,6 +159,24 @@ def test_onnx_matches_torch_states(backbone):
         assert np.abs(a.states - b.states).max() < 1e-3
 
 
+def test_half_precision_torch_path_agrees_with_fp32(backbone):
+    """The GPU path's half precision, exercised on this CPU with bfloat16 (CPU torch runs it; float16 matmuls
+    are CUDA's): the states come back float32, the model's own batch size is honoured, and E1 stays within
+    cosine 0.99 of the fp32 ONNX path (bfloat16 keeps 8 bits of mantissa; float16 on a GPU keeps 11)."""
+    half = TorchBackbone(default_model_dir(), "cpu", dtype="bfloat16", batch_size=4)
+    assert half.runtime == "torch-cpu-bfloat16" and half.batch_size == 4
+    texts = [t for t in AGREEMENT_TEXTS if t.strip()]
+    ours = half.encode(texts)
+    assert all(enc.states.dtype == np.float32 for enc in ours)
+    for a, b in zip(backbone.encode(texts), ours):
+        np.testing.assert_array_equal(a.token_ids, b.token_ids)
+    cosines = np.array([float(sentence_vector(a) @ sentence_vector(b))
+                        for a, b in zip(backbone.encode(texts), ours)])
+    assert cosines.min() >= 0.99, dict(zip(texts, cosines.round(4)))
+    with pytest.raises(ValueError, match="dtype"):
+        TorchBackbone(default_model_dir(), "cpu", dtype="int4")
+
+
 def test_e1_agrees_with_sentence_transformers(backbone):
     from sentence_transformers import SentenceTransformer
 
