@@ -97,7 +97,7 @@ class AdversarialChecks:
                 if "circular_logic" in checks:
                     report["circular_logic"] = self._circular(store, indexes, e5, content, fingerprint, findings)
 
-            await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
+            await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
         flagged = any(f["score"] >= self.flag_score for f in findings)
         return {"flagged": flagged, "findings": findings, "checks": report, "flag_score": self.flag_score,
                 "message": ("Flagged: a memory with this content would be stored but quarantined from hook context "

@@ -72,7 +72,7 @@ class CausalInference:
         forward = direction in ("forward", "bidirectional", "bridge")
         backward = direction in ("backward", "bidirectional", "abduction", "bridge")
         hood = await anyio.to_thread.run_sync(lambda: explorer.explore(src, forward, backward),
-                                              limiter=self.perception.cpu)
+                                              limiter=self.perception.reads)
         out: dict[str, Any] = {"source": source, "target": target, "direction": direction}
         if source in hood.denials:
             out.update(found=False, path=[], confidence=0.0, message="The source memory denies or hedges every "
@@ -193,7 +193,7 @@ class CausalInference:
         best: dict[str, dict[str, Any]] = {}
         for anchor in anchors:
             hood = await anyio.to_thread.run_sync(lambda a=anchor: explorer.explore(a, forward, backward),
-                                                  limiter=self.perception.cpu)
+                                                  limiter=self.perception.reads)
             if anchor.id in hood.denials:
                 continue
             for role, chains in (("effect", best_chains(hood.links.values(), anchor.id, self.settings.max_hops)

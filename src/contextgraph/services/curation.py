@@ -313,7 +313,7 @@ class CurationService:
         # merging duplicates scores near-zero novelty and the pulse's entropy falls
         utl = await anyio.to_thread.run_sync(
             lambda: operation_pulse.score(self.storage, pipeline.embedders, fingerprint,
-                                          importance=max(r.importance for r in records)), limiter=self.perception.cpu)
+                                          importance=max(r.importance for r in records)), limiter=self.perception.reads)
         merged_id = uuid.uuid4().hex
         op = {"op": "merge", "ids": ids, "merged_id": merged_id, "at": now}
         h = reversal_hash(op)

@@ -1,8 +1,9 @@
 """The memory core's use-cases: store, inject (store + UTL + related) and search.
 
 Storage comes from the StoreHandle, fingerprints from Perception, the edges a new memory gets from the auto-edge
-rules; this module only orders the steps. CPU work (embedding, index queries, fusion) runs in worker threads,
-one forward pass at a time.
+rules; this module only orders the steps. Embedding goes through Perception's batcher (one forward at a time,
+concurrent calls' texts in one batch); index queries, fusion and the UTL run in worker threads under
+Perception's read limiter, beside other calls' reads and forwards; commits go through the single writer.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class MemoryService:
             retrieval = await anyio.to_thread.run_sync(
                 lambda: self._retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
                                                        related_k),
-                limiter=self.perception.cpu,
+                limiter=self.perception.reads,
             )
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
                        for f in retrieval.found]
@@ -85,11 +86,11 @@ class MemoryService:
                      breakdown: bool, stage4: bool = True) -> Searched:
         await self.handle.ready()
         pipeline = await self.perception.pipeline()
+        started = time.perf_counter()
+        fingerprint = await self.perception.embed_query(query, modality or "text")
+        embed_ms = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
 
-        def run() -> tuple[Searched, Fingerprint, DeltaSc]:
-            started = time.perf_counter()
-            (fingerprint,) = pipeline.embed([self.perception.draft(query, modality or "text", None)])
-            embed_ms = round((time.perf_counter() - started) * 1000, 3)
+        def run() -> tuple[Searched, DeltaSc]:
             retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
                                                       modality=modality, causal_direction=query_direction(query),
                                                       query_text=query,  # what kind of query (time, code, prose)
@@ -98,9 +99,9 @@ class MemoryService:
             seqs = [f.record.seq for f in retrieval.found]
             answer = {s: fp for s, fp in zip(seqs, self.handle.store.fingerprints(seqs)) if fp is not None}
             utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer)
-            return Searched(query, retrieval, breakdown, embed_ms), fingerprint, utl
+            return Searched(query, retrieval, breakdown, embed_ms), utl
 
-        searched, fingerprint, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
+        searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
         operation_pulse.fold(self.handle, [utl])
         self._compete(fingerprint, searched.retrieval)
         for hook in self.after_search:
@@ -150,12 +151,14 @@ class MemoryService:
         e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
         timings: dict[str, float] = {}
 
-        def embed() -> tuple[Fingerprint, list[NewTriple], DeltaSc, list[tuple[str, float]], list[CausalMatch]]:
+        started = time.perf_counter()
+        (fingerprint,), (triples,) = await self.perception.fingerprints(
+            lambda: [self.perception.draft(content, new.modality, new.session, rules.neighbour_vectors(store, links))],
+            with_triples=True)
+        timings["embed"] = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
+
+        def score() -> tuple[DeltaSc, list[tuple[str, float]], list[CausalMatch]]:
             # the indexes catch up with the oplog on their own before each search below
-            draft = self.perception.draft(content, new.modality, new.session, rules.neighbour_vectors(store, links))
-            started = time.perf_counter()
-            (fingerprint,), (triples,) = pipeline.embed_with_triples([draft])
-            timings["embed"] = round((time.perf_counter() - started) * 1000, 3)
             similar, causal = rules.similar(store, indexes, fingerprint), rules.causal(store, indexes, content,
                                                                                       fingerprint, e5)
             # E8 from every edge the memory is about to get, automatic ones included (services.e8_refresh)
@@ -164,10 +167,10 @@ class MemoryService:
             if self.teleology is not None:  # its purpose vector under the north star, stored with it
                 self.teleology.use_embedders(pipeline.embedders)
                 purposes.append(self.teleology.purpose_of(fingerprint))
-            return fingerprint, triples, utl, similar, causal
+            return utl, similar, causal
 
         purposes: list[tuple[str, np.ndarray, float] | None] = []
-        fingerprint, triples, utl, similar, causal = await anyio.to_thread.run_sync(embed, limiter=self.perception.cpu)
+        utl, similar, causal = await anyio.to_thread.run_sync(score, limiter=self.perception.reads)
         extra: dict[str, Any] = {}
         if self.teleology is not None and purposes:
             extra = self.teleology.extra_for(purposes[0])

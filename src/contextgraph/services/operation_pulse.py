@@ -73,7 +73,7 @@ async def score_stored(storage: StoreHandle, perception: Perception, memory_ids:
                              importance=record.importance, edge_weights=[e.weight for e in edges], own_triples=own))
         return out
 
-    return await anyio.to_thread.run_sync(run, limiter=perception.cpu)
+    return await anyio.to_thread.run_sync(run, limiter=perception.reads)
 
 
 async def fold_stored(storage: StoreHandle, perception: Perception, memory_ids: Sequence[str]) -> None:

@@ -3,14 +3,17 @@ makes for memories about to be stored, for queries and for what-if texts.
 
 The transformer takes seconds to load, so it loads on its own thread after start-up (initialize and tools/list
 answer at once); callers that need it wait, up to `memory.model_wait_seconds`. One forward pass at a time
-(`cpu`, MEASUREMENTS: two at once only contend on two cores).
+(`cpu`, MEASUREMENTS: two at once only contend on two cores); the embedding requests of concurrent calls share
+one forward (`fingerprints`, services.embed_batcher). Reads (retrieval, a store's neighbours and UTL) run beside
+it, up to `concurrency.read_threads` at once (`reads`). With `concurrency.parallel: false` both are the one
+`cpu` limiter and batches hold one request: the serial server of before, for benchmarks' before/after.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 import numpy as np
@@ -22,6 +25,7 @@ from contextgraph.errors import EmbeddingError
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
+from contextgraph.services.embed_batcher import EmbedBatcher
 from contextgraph.services.store_handle import StoreHandle
 from contextgraph.storage.base import NewTriple
 
@@ -38,7 +42,12 @@ class Perception:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._loader: threading.Thread | None = None
-        self.cpu = anyio.CapacityLimiter(1)
+        self.cpu = anyio.CapacityLimiter(1)  # forward passes (and bulk work that embeds in big batches)
+        concurrency = constitution["concurrency"]
+        self.parallel = bool(concurrency["parallel"])
+        self.reads = anyio.CapacityLimiter(int(concurrency["read_threads"])) if self.parallel else self.cpu
+        self.batcher = EmbedBatcher(self.cpu, max_batch=int(concurrency["embed_max_batch"]) if self.parallel else 1,
+                                    collect_s=float(concurrency["embed_collect_ms"]) / 1000 if self.parallel else 0.0)
 
     def start_model_load(self) -> None:
         """Open the store and load the transformer in a background thread (idempotent)."""
@@ -98,11 +107,23 @@ class Perception:
             neighbours=neighbours,
         )
 
+    async def fingerprints(self, make_drafts: Callable[[], Sequence[Draft]], *,
+                           with_triples: bool = False) -> tuple[list[Fingerprint], list[list[NewTriple]]]:
+        """The fingerprints (and, with_triples, E11 triples) of the drafts `make_drafts()` returns, called in the
+        worker thread (drafts read the store), embedded in one batch with concurrent calls' drafts."""
+        pipeline = await self.pipeline()
+        return await self.batcher.embed(pipeline, make_drafts, with_triples=with_triples)
+
+    async def embed_query(self, text: str, modality: str = "text") -> Fingerprint:
+        """The fingerprint of a query (never stored: no PII redaction, the store's head as its position)."""
+        (fingerprint,), _ = await self.fingerprints(lambda: [self.draft(text, modality, None)])
+        return fingerprint
+
     async def embed_texts(self, texts: Sequence[str], modality: str,
                           session: str | None) -> tuple[list[Fingerprint], list[list[NewTriple]]]:
         """Fingerprints and E11 triples for texts about to be stored by another use-case (a merge's combined
         content) or never stored (compute_delta_sc's what-if versions); PII redacted as on store."""
         await self.handle.ready()
-        pipeline = await self.pipeline()
-        drafts = [self.draft(redact(text)[0], modality, session) for text in texts]
-        return await anyio.to_thread.run_sync(lambda: pipeline.embed_with_triples(drafts), limiter=self.cpu)
+        redacted = [redact(text)[0] for text in texts]
+        return await self.fingerprints(lambda: [self.draft(text, modality, session) for text in redacted],
+                                       with_triples=True)

@@ -161,11 +161,10 @@ class Reflection:
         queries = [{"space": space, "query": _query_for(space, goal, topic)} for space in chosen]
         settings = self.memory.retrieval_settings
         storage = await self.storage.ready()
-        pipeline = await self.perception.pipeline()
         texts = [q["query"] for q in queries]
+        fps, _ = await self.perception.fingerprints(lambda: [self.perception.draft(t, "text", None) for t in texts])
 
         def preview() -> list[list[dict[str, Any]]]:
-            fps = pipeline.embed([self.perception.draft(t, "text", None) for t in texts])
             out = []
             for q, fp in zip(queries, fps):
                 space = PLAN_SPACES[q["space"]][0]
@@ -175,7 +174,7 @@ class Reflection:
                             for r, (_, s) in zip(records, hits) if r is not None])
             return out
 
-        found = await anyio.to_thread.run_sync(preview, limiter=self.perception.cpu)
+        found = await anyio.to_thread.run_sync(preview, limiter=self.perception.reads)
         plan = []
         for q, hits in zip(queries, found):
             space_id, good_at = PLAN_SPACES[q["space"]]

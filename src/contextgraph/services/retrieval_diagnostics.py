@@ -42,11 +42,11 @@ class RetrievalDiagnostics:
         storage = await self.storage.ready()
         pipeline = await self.perception.pipeline()
         memory = self.memory
+        started = time.perf_counter()
+        fingerprint = await self.perception.embed_query(query)
+        embed_ms = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
 
         def run() -> dict[str, Any]:
-            started = time.perf_counter()
-            (fingerprint,) = pipeline.embed([self.perception.draft(query, "text", None)])
-            embed_ms = round((time.perf_counter() - started) * 1000, 3)
             retriever: Retriever = memory._retriever(pipeline)  # the one search_graph uses (stage 4 included)
             direction = query_direction(query)
             retrieval = retriever.run(fingerprint, top_k, causal_direction=direction, query_text=query)
@@ -59,7 +59,7 @@ class RetrievalDiagnostics:
             return {"fingerprint": fingerprint, "retrieval": retrieval, "embed_ms": embed_ms, "ids": ids,
                     "alone": alone, "direction": direction}
 
-        return await anyio.to_thread.run_sync(run, limiter=self.perception.cpu)
+        return await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
 
     @staticmethod
     def _records(storage: StoreHandle, alone: dict[int, Any]) -> dict[int, Any]:

@@ -22,13 +22,16 @@ class RefitCache:
     as it is; a stale one keeps serving while a background thread refits it (or the caller refits, when
     `background` is false: a refit cheap enough to wait for); a missing one is fitted in the caller, which has
     nothing to fall back on. close() starts no more refits and waits for the running ones, since the store they
-    read is about to close. A failed fit keeps the previous model (a store closed under a background refit)."""
+    read is about to close. A failed fit keeps the previous model (a store closed under a background refit).
+    Searches run in parallel (services.perception): callers that find no model while another is fitting the first
+    one wait for its model instead of fitting the same one again."""
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._cond = threading.Condition()
         self._models: dict[Any, tuple[Any, Any]] = {}
         self._running: set[Any] = set()
+        self._first: set[Any] = set()  # keys whose first model a caller is fitting now
         self._closed = False
 
     def get(self, key: Any, stamp: Any, stale: Callable[[Any], bool], fit: Callable[[], Any],
@@ -37,6 +40,7 @@ class RefitCache:
         """`first` (optional): a cheaper fit for the caller when there is no model at all, stamped by
         `first_stamp(model)` (a stamp that `stale` calls stale makes the full fit follow in the background)."""
         with self._cond:
+            self._cond.wait_for(lambda: key not in self._first)
             entry = self._models.get(key)
             if entry is not None and (not stale(entry[1]) or key in self._running or self._closed):
                 return entry[0]
@@ -45,14 +49,23 @@ class RefitCache:
                 threading.Thread(target=self._refit, args=(key, stamp, fit), daemon=True,
                                  name=f"contextgraph-fit-{self._name}-{key}").start()
                 return entry[0]
-        if entry is None and first is not None:
+            if entry is None:
+                self._first.add(key)
+        if entry is not None:
+            return self._refit(key, stamp, fit)
+        try:
+            if first is None:
+                return self._refit(key, stamp, fit)
             model = self._refit(key, None, first)
             if model is not None and first_stamp is not None:
                 with self._cond:
                     if self._models.get(key, (None, None))[0] is model:
                         self._models[key] = (model, first_stamp(model))
             return model
-        return self._refit(key, stamp, fit)
+        finally:
+            with self._cond:
+                self._first.discard(key)
+                self._cond.notify_all()
 
     def close(self) -> None:
         with self._cond:
