@@ -81,6 +81,21 @@ def test_fingerprints_select_spaces(store, rng):
     assert store.fingerprints([404]) == [None]
 
 
+def test_fingerprint_columns_equal_the_fingerprints(store, rng):
+    """Stage 3's read: one column per space, the memories not found left out, the rest in the order asked."""
+    puts = [put(store, rng) for _ in range(4)]
+    store.delete(puts[2][0].id)
+    asked = [puts[3][0].seq, 404, puts[0][0].seq, puts[2][0].seq, puts[1][0].seq]
+    columns = store.fingerprint_columns(asked, [1, 6, 9, 12, 13])
+    assert columns.seqs == [puts[3][0].seq, puts[0][0].seq, puts[1][0].seq]
+    assert set(columns.columns) == {1, 6, 9, 12, 13}
+    for row, seq in enumerate(columns.seqs):
+        (expected,) = store.fingerprints([seq], spaces=[1, 6, 9, 12, 13])
+        assert same_fingerprint(expected, columns.fingerprint(row))
+    assert columns[1].shape == (3, len(puts[0][1][1])) and columns[1].dtype == np.float32
+    assert store.fingerprint_columns([404], [1]).seqs == []
+
+
 def test_a_failed_put_writes_nothing(store, rng):
     a, _ = put(store, rng)
     incomplete = fingerprint(rng)

@@ -37,7 +37,7 @@ import numpy as np
 
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
 from contextgraph.embedders.e01_semantic import sentence_vector
-from contextgraph.embedders.vectors import l2_normalize, span_token_mask
+from contextgraph.embedders.vectors import as_matrix, l2_normalize, span_token_mask
 from contextgraph.fingerprint import SPACES, Kind
 
 Span = tuple[int, int]
@@ -204,7 +204,7 @@ class CausalEmbedder:
         if len(docs) == 0:
             return np.zeros(0, dtype=np.float32)
         q_cause, q_effect = self.halves(query)
-        d_cause, d_effect = self.halves(np.stack([np.asarray(d, dtype=np.float32) for d in docs]))
+        d_cause, d_effect = self.halves(as_matrix(docs))
         if direction == "forward":  # the query leads to the doc: its effect is the doc's cause
             return (d_cause @ q_effect).astype(np.float32)
         if direction == "backward":  # the doc leads to the query: its effect is the query's cause
@@ -217,5 +217,5 @@ class CausalEmbedder:
         if len(docs) == 0:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
         q_cause, q_effect = self.halves(query)
-        d_cause, d_effect = self.halves(np.stack([np.asarray(d, dtype=np.float32) for d in docs]))
+        d_cause, d_effect = self.halves(as_matrix(docs))
         return (d_cause @ q_cause).astype(np.float32), (d_effect @ q_effect).astype(np.float32)

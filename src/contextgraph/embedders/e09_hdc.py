@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from contextgraph.embedders.base import MemoryInput
+from contextgraph.embedders.vectors import as_matrix
 from contextgraph.fingerprint import SPACES, Kind
 
 HYPER_BITS = 10_000
@@ -142,4 +143,4 @@ class HdcEmbedder:
     def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
         if len(docs) == 0:
             return np.zeros(0, dtype=np.float32)
-        return hamming_similarity(np.asarray(query, dtype=np.uint8), np.stack(docs).astype(np.uint8, copy=False))
+        return hamming_similarity(np.asarray(query, dtype=np.uint8), as_matrix(docs, np.uint8))

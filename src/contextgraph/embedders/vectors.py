@@ -37,11 +37,18 @@ def span_token_mask(offsets: np.ndarray, special: np.ndarray, spans: Iterable[tu
     return mask & ~special
 
 
+def as_matrix(docs: Sequence[np.ndarray] | np.ndarray, dtype: type = np.float32) -> np.ndarray:
+    """The docs as one [n, dim] array: as given when already one (retrieval's columns), else stacked."""
+    if isinstance(docs, np.ndarray) and docs.ndim == 2:
+        return docs.astype(dtype, copy=False)
+    return np.stack([np.asarray(d, dtype=dtype) for d in docs])
+
+
 def cosine_scores(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
     """float32 [len(docs)]: cosine of `query` with each doc (0 against a zero vector)."""
     if len(docs) == 0:
         return np.zeros(0, dtype=np.float32)
-    matrix = l2_normalize(np.stack([np.asarray(d, dtype=np.float32) for d in docs]))
+    matrix = l2_normalize(as_matrix(docs))
     return (matrix @ l2_normalize(query)).astype(np.float32)
 
 
@@ -49,8 +56,7 @@ def dot_scores(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
     """float32 [len(docs)]: plain dot products (for spaces whose vectors carry meaningful norms)."""
     if len(docs) == 0:
         return np.zeros(0, dtype=np.float32)
-    matrix = np.stack([np.asarray(d, dtype=np.float32) for d in docs])
-    return (matrix @ np.asarray(query, dtype=np.float32)).astype(np.float32)
+    return (as_matrix(docs) @ np.asarray(query, dtype=np.float32)).astype(np.float32)
 
 
 def sparse_from_counts(keys: np.ndarray, cap: int | None = None) -> Sparse:

@@ -34,8 +34,10 @@ from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sha
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
 from contextgraph.storage.base import MemoryRecord
+from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
 SEMANTIC, SPARSE, HDC, LATE, SPLADE = 1, 6, 9, 12, 13
+ALL_SPACES = tuple(space.id for space in SPACES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +157,12 @@ class Retriever:
         if not seqs:
             return Retrieval([], 0, timings, self._stage4_idle(stage4))
         read_started = time.perf_counter()
-        fingerprints = self.store.fingerprints(seqs)
+        # one column per space, gathered from the stored blobs (not a decoded fingerprint per candidate)
+        columns = self.store.fingerprint_columns(seqs, ALL_SPACES)
         read_ms = (time.perf_counter() - read_started) * 1000  # S3's first part: reading the candidates
-        return self.rank(query, seqs, fingerprints, top_k, min_similarity=min_similarity, modality=modality,
-                         causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text,
-                         stage4=stage4)
+        return self._rank(query, columns, top_k, min_similarity=min_similarity, modality=modality,
+                          causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text,
+                          stage4=stage4)
 
     def rank(
         self,
@@ -179,22 +182,39 @@ class Retriever:
         """Stages 3-5 over candidates already chosen and read (None: deleted since): the whole pipeline after
         candidate generation. inject_context calls it directly with the neighbourhood its UTL computation has
         already gathered from every space's index, so it neither searches nor reads them twice."""
+        columns = FingerprintColumns.from_fingerprints(seqs, fingerprints, ALL_SPACES)
+        return self._rank(query, columns, top_k, min_similarity=min_similarity, modality=modality,
+                          causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text,
+                          stage4=stage4)
+
+    def _rank(
+        self,
+        query: Fingerprint,
+        columns: FingerprintColumns,
+        top_k: int,
+        *,
+        min_similarity: float,
+        modality: str | None,
+        causal_direction: str,
+        timings: dict[str, float] | None,
+        read_ms: float,
+        query_text: str | None,
+        stage4: bool,
+    ) -> Retrieval:
         s = self.settings
         timings = {} if timings is None else timings
         lap = _stage_timer(timings)
 
         # S3: every space scores every candidate in its own measure; RRF over the ranks.
-        # a None fingerprint: deleted since the index saw it
-        pairs = [(seq, fp) for seq, fp in zip(seqs, fingerprints) if fp is not None]
         if modality is not None:
-            records = dict(zip([seq for seq, _ in pairs], self.store.get_by_seq([seq for seq, _ in pairs])))
-            pairs = [(seq, fp) for seq, fp in pairs
-                     if (record := records[seq]) is not None and record.modality == modality]
-        seqs = [seq for seq, _ in pairs]
-        docs: list[Fingerprint] = [fp for _, fp in pairs]
+            records = self.store.get_by_seq(columns.seqs)
+            columns = columns.take([row for row, record in enumerate(records)
+                                    if record is not None and record.modality == modality])
+        seqs = columns.seqs
+        docs = columns.rows()
         if not seqs:
             return Retrieval([], 0, timings, self._stage4_idle(stage4))
-        scores = self.space_scores(query, docs, causal_direction)
+        scores = self.space_scores(query, columns, causal_direction)
         mod = self.modulation  # serotonin: the space weights; noradrenaline: k (identity at the baselines)
         weights = reweight(s.weights_for(query_text), mod.weight_exponent)
         rrf_k = s.rrf_k * mod.temperature
@@ -246,7 +266,7 @@ class Retriever:
         return {"active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold, "dropped": 0,
                 "dropped_ids": []}
 
-    def _stage4(self, docs: list[Fingerprint], seqs: list[int], fused: np.ndarray,
+    def _stage4(self, docs: Sequence[Fingerprint], seqs: list[int], fused: np.ndarray,
                 wanted: bool) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
         """(each candidate's alignment, the keep mask, the breakdown's report); (None, None, why not) when
         inactive."""
@@ -263,11 +283,16 @@ class Retriever:
             "active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold,
             "dropped": len(dropped), "dropped_ids": [r.id for r in records if r is not None]}
 
-    def space_scores(self, query: Fingerprint, docs: list[Fingerprint], causal_direction: str) -> dict[int, np.ndarray]:
+    def space_scores(self, query: Fingerprint, docs: Sequence[Fingerprint] | FingerprintColumns,
+                     causal_direction: str) -> dict[int, np.ndarray]:
+        """Every space's similarity of each doc to the query ({space: float array [len(docs)]}), each space
+        scored on its whole column at once."""
+        if not isinstance(docs, FingerprintColumns):
+            docs = FingerprintColumns.from_fingerprints(range(len(docs)), docs, ALL_SPACES)
         scores: dict[int, np.ndarray] = {}
         for space in SPACES:
             embedder = self.embedders[space.id]
-            column = [fp[space.id] for fp in docs]
+            column = docs[space.id]
             if space.kind == "sparse":
                 # BM25: term frequencies from the embedder, df and avgdl from the space's index
                 scores[space.id] = self.indexes.score_sparse(space.id, query[space.id], column,

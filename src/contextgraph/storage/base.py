@@ -13,6 +13,7 @@ from typing import NamedTuple, Protocol, TypeVar
 import numpy as np
 
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector
+from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
 T = TypeVar("T")
 
@@ -142,6 +143,11 @@ class MemoryStore(Protocol):
     def get_by_seq(self, seqs: Sequence[int]) -> list[MemoryRecord | None]: ...
 
     def fingerprints(self, seqs: Sequence[int], spaces: Sequence[int] | None = None) -> list[Fingerprint | None]: ...
+
+    def fingerprint_columns(self, seqs: Sequence[int], spaces: Sequence[int]) -> FingerprintColumns:
+        """`spaces` of the memories `seqs` as one column per space (those not found are left out): what
+        retrieval's stage 3 scores, read without decoding a fingerprint per memory."""
+        ...
 
     def count(self) -> int: ...
 

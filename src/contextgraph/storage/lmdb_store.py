@@ -42,6 +42,7 @@ from contextgraph.errors import InvalidFingerprint, StorageError
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.storage.base import Edge, MemoryRecord, OplogEntry
 from contextgraph.storage.codec import (
+    decode_columns,
     decode_fingerprint,
     decode_record,
     decode_triples,
@@ -49,6 +50,7 @@ from contextgraph.storage.codec import (
     encode_record,
     encode_triples,
 )
+from contextgraph.storage.fingerprint_columns import FingerprintColumns
 from contextgraph.storage.lmdb_check import consistency_problems
 from contextgraph.storage.lmdb_graph import GraphTxn
 from contextgraph.storage.lmdb_keys import U64, decode_oplog, next_seq, present, read_counter, seq_key, session_key
@@ -382,6 +384,11 @@ class LmdbStore:
             db = self._db["fingerprints"]
             blobs = [txn.get(seq_key(seq), db=db) for seq in seqs]
             return [None if blob is None else decode_fingerprint_blob(blob, wanted) for blob in blobs]
+
+    def fingerprint_columns(self, seqs: Sequence[int], spaces: Sequence[int]) -> FingerprintColumns:
+        with self._read() as txn:
+            db = self._db["fingerprints"]
+            return decode_columns(seqs, [txn.get(seq_key(seq), db=db) for seq in seqs], spaces)
 
     def count(self) -> int:
         with self._read() as txn:

@@ -26,6 +26,7 @@ from contextgraph.errors import InvalidFingerprint, StorageError
 from contextgraph.fingerprint import SPACES, Fingerprint, Vector
 from contextgraph.storage.base import Edge, MemoryRecord, NewTriple, OplogEntry
 from contextgraph.storage.codec import (
+    decode_columns,
     decode_fingerprint,
     decode_record,
     decode_triples,
@@ -33,6 +34,7 @@ from contextgraph.storage.codec import (
     encode_record,
     encode_triples,
 )
+from contextgraph.storage.fingerprint_columns import FingerprintColumns
 from contextgraph.storage.postgres import schema
 from contextgraph.storage.postgres.check import consistency_problems
 from contextgraph.storage.postgres.connect import POOL_MAX, connect, open_pool, redact
@@ -246,6 +248,14 @@ class PgStore:
         found = {int(seq): blob for seq, blob in rows}
         return [None if s not in found else decode_fingerprint(bytes(found[s]), wanted, copy=wanted is not None)
                 for s in seqs]
+
+    def fingerprint_columns(self, seqs: Sequence[int], spaces: Sequence[int]) -> FingerprintColumns:
+        if not seqs:
+            return decode_columns([], [], spaces)
+        rows = self._read(lambda cur: cur.execute("SELECT seq, blob FROM fingerprints WHERE seq = ANY(%s)",
+                                                  ([int(s) for s in seqs],)).fetchall())
+        found = {int(seq): blob for seq, blob in rows}
+        return decode_columns(seqs, [None if s not in found else bytes(found[s]) for s in seqs], spaces)
 
     def _scalar(self, query: str, params: Sequence[Any] = ()) -> Any:
         row = self._read(lambda cur: cur.execute(query, params).fetchone())  # type: ignore[arg-type]
