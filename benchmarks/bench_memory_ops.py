@@ -92,8 +92,10 @@ def rss() -> dict[str, float]:
 class Filler:
     """Grows the store to a target size: distinct texts first, then reused fingerprints (module docstring)."""
 
-    def __init__(self, app: Any, pipeline: Any, distinct: int, horizon: int, seed: int) -> None:
+    def __init__(self, app: Any, pipeline: Any, distinct: int, horizon: int, seed: int,
+                 batched_puts: bool = False) -> None:
         self.app, self.pipeline, self.distinct = app, pipeline, distinct
+        self.batched_puts = batched_puts
         self.texts = realistic_texts(seed)
         self.made = 0  # fill memories so far
         self.sources: list[tuple[int, str, str]] = []  # (seq, text, modality) of the distinct ones
@@ -114,7 +116,8 @@ class Filler:
         if fresh:
             items = list(itertools.islice(self.texts, fresh))
             first_seq = store.last_seq() + 1
-            r = fill_store(storage, self.pipeline, items, start_time=self._start(), progress=self._progress(fresh))
+            r = fill_store(storage, self.pipeline, items, start_time=self._start(), progress=self._progress(fresh),
+                           batched_puts=self.batched_puts)
             seqs = [rec.seq for rec in self._records_since(first_seq)]
             self.sources += [(s, t, m) for s, (t, m) in zip(seqs, items)]
             self.made += fresh
@@ -131,7 +134,7 @@ class Filler:
                 return self._reuse(src_seqs[lo : lo + len(drafts)], drafts)
 
             r = fill_store(storage, self.pipeline, items, start_time=self._start(), fingerprints=reuse,
-                           progress=self._progress(rest))
+                           progress=self._progress(rest), batched_puts=self.batched_puts)
             self.made += rest
             self.report["reused"] += rest
             for k in ("embed_s", "put_s", "index_s"):
@@ -393,8 +396,12 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
     # S3's two halves for the same candidate sets: reading the candidates' fingerprints, and scoring them
     from contextgraph.services.search import SEMANTIC, SPARSE, SPLADE
 
+    # the per-memory read (decode_fingerprint per candidate, what stage 3 did before issue 19) against the
+    # column read it does now (store.fingerprint_columns), and scoring from decoded fingerprints vs columns
     split: dict[str, list[float]] = {"fingerprints_all_13": [], "fingerprints_without_e12": [],
-                                     "e12_of_50_candidates": [], "score_13_spaces": []}
+                                     "e12_of_50_candidates": [], "score_13_spaces": [], "columns_all_13": [],
+                                     "score_13_spaces_columns": []}
+    all_spaces = list(range(1, 14))
     for fp, d in zip(fps, dirs):
         cands: dict[int, None] = {}
         for space, k in ((SPLADE, retriever.settings.sparse_candidates), (SPARSE, retriever.settings.sparse_candidates),
@@ -411,8 +418,13 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
         t3 = perf()
         retriever.space_scores(fp, [f for f in full if f is not None], d)
         t4 = perf()
+        columns = store.fingerprint_columns(seqs, all_spaces)
+        t5 = perf()
+        retriever.space_scores(fp, columns, d)
+        t6 = perf()
         for key, a, b in (("fingerprints_all_13", t0, t1), ("fingerprints_without_e12", t1, t2),
-                          ("e12_of_50_candidates", t2, t3), ("score_13_spaces", t3, t4)):
+                          ("e12_of_50_candidates", t2, t3), ("score_13_spaces", t3, t4),
+                          ("columns_all_13", t4, t5), ("score_13_spaces_columns", t5, t6)):
             split[key].append((b - a) * 1e3)
     out["s3_split_ms"] = {k: summarize(v) for k, v in split.items()}
     print("   S3 split, medians (p95) ms: " + ", ".join(f"{k} {v['median']:.2f} ({v['p95']:.2f})"
@@ -531,7 +543,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     results["rss_mb"] = {"start": rss0, "store_open": rss_open, "model_loaded": rss_model}
     queries = [p.query for p in function_pairs()]
     np.random.default_rng(args.seed).shuffle(queries)
-    filler = Filler(app, pipeline, args.distinct, horizon=max(sizes), seed=args.seed)
+    filler = Filler(app, pipeline, args.distinct, horizon=max(sizes), seed=args.seed, batched_puts=args.batched_puts)
     # texts for store_memory / inject_context: far past anything the fill takes, so they are new to the store
     op_texts = itertools.islice(realistic_texts(args.seed + 1), 40_000, None)
     prev = rss_model
@@ -611,6 +623,8 @@ def main() -> int:
                          "cProfile) and N/2 injects (wrapped timers; adds N/2 memories)")
     ap.add_argument("--retrieval", nargs="*", default=[], metavar="KEY=VALUE",
                     help="override retrieval settings for this run, e.g. rrf_k=5 sparse_candidates=50 w8=0")
+    ap.add_argument("--batched-puts", action="store_true",
+                    help="fill with one write transaction per batch (fill_store batched_puts): for 300K-1M stores")
     ap.add_argument("--fill-only", action="store_true", help="fill to the sizes and stop (with --home: reuse it later)")
     ap.add_argument("--quick", action="store_true", help="sizes 300,1000, 50 ops (smoke run)")
     ap.add_argument("--name", default="memory_ops", help="result file name (benchmarks/results/<name>.json)")
@@ -624,7 +638,7 @@ def main() -> int:
     results = anyio.run(run, args, sizes)
     results.update({
         "settings": {"ops": args.ops, "breakdown_ops": args.breakdown_ops, "warmup": args.warmup,
-                     "distinct": args.distinct, "int8": args.int8, "hogs": args.hogs,
+                     "distinct": args.distinct, "batched_puts": args.batched_puts, "int8": args.int8, "hogs": args.hogs,
                      "openblas_threads": blas_threads(), "CONTEXTGRAPH_LOG_LEVEL": "error"},
         "budgets_ms": {"p95": BUDGETS_MS, "any_tool_p99": BUDGET_P99_MS},
         "wall_s": round(perf() - started, 1),
