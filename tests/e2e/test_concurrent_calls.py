@@ -93,3 +93,25 @@ async def test_concurrent_searches_and_stores_answer_as_serial_calls(app):
     async with Client(build_server(app), mode="legacy") as last:
         for text, new_id in zip(NEW, new_ids):
             assert (await search(last, text))[0] == new_id
+
+
+async def test_reads_do_not_wait_for_a_forward(app):
+    """While a forward holds the embedding limiter (a long batch, as another call's would), tools that only read
+    answer: causal exploration and navigation run under the read limiter, status tools under neither."""
+    async with Client(build_server(app), mode="legacy") as client:
+        ids = []
+        for text in MEMORIES[:3]:
+            stored = await client.call_tool("store_memory", {"content": text, "rationale": RATIONALE})
+            ids.append(stored.structured_content["id"])
+        perception = app.services.perception
+        await perception.cpu.acquire()
+        try:
+            with anyio.fail_after(60):
+                for name, arguments in [("omni_infer", {"source": ids[0], "target": ids[1], "direction": "forward"}),
+                                        ("get_neighborhood", {"node_id": ids[0], "min_weight": 0}),
+                                        ("get_recent_context", {}),
+                                        ("get_memetic_status", {})]:
+                    result = await client.call_tool(name, arguments)
+                    assert not result.is_error, (name, result)
+        finally:
+            perception.cpu.release()
