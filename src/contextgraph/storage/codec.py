@@ -72,7 +72,6 @@ _KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 _HEADER = struct.Struct("<4sBBH")
 _ENTRY = struct.Struct("<BBHIII")
 _MAGIC = b"CGFP"
-_MAGIC_U32 = int(np.frombuffer(_MAGIC, np.uint32)[0])
 _PAD = bytes(8)
 _F16_TO_F32 = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 
@@ -160,78 +159,61 @@ def _decode_one(kind: str | None, blob, pos: int, a: int, b: int, copy: bool):
 def decode_columns(seqs: Sequence[int], blobs: Sequence[bytes | memoryview | None],
                    spaces: Collection[int]) -> FingerprintColumns:
     """The `spaces` of many stored fingerprints as one column per space (FingerprintColumns); a None blob (not
-    found) is left out. The blobs are joined into one buffer and their entry headers walked for all of them at
-    once with numpy (every blob and entry length is a multiple of 8, so every header field is an aligned u32);
-    each space is then one gather: the per-memory Python of decode_fingerprint (a dozen arrays and a dict each)
-    is what stage 3 paid for ~250 candidates. The result owns its memory: `blobs` may be buffers of a
-    transaction that ends right after."""
-    kept = [(seq, blob) for seq, blob in zip(seqs, blobs) if blob is not None]
-    wanted = sorted(frozenset(spaces))
-    if not kept:
-        return FingerprintColumns([], {space: [] for space in wanted})
-    lengths = np.array([len(blob) for _, blob in kept], dtype=np.int64)
-    if (lengths % 8).any() or (lengths < _HEADER.size).any():
-        raise StorageError("a stored fingerprint has a torn length")
-    joined = b"".join(blob for _, blob in kept)
-    u8 = np.frombuffer(joined, np.uint8)
-    u32 = np.frombuffer(joined, np.uint32)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    if (u32[starts // 4] != _MAGIC_U32).any() or (u8[starts + 4] != FINGERPRINT_VERSION).any():
-        raise StorageError("unknown fingerprint format among the blobs read")
-    counts = u8[starts + 5].astype(np.int64)
-    ends = starts + lengths
-    # where each wanted space's entry is, per blob: (payload offset, a, b, kind); -1 = not found
-    found = {space: np.full(len(kept), -1, dtype=np.int64) for space in wanted}
-    shape = {space: np.zeros((len(kept), 3), dtype=np.int64) for space in wanted}
-    pos = starts + _HEADER.size
-    for entry in range(int(counts.max())):
-        live = np.flatnonzero((entry < counts) & (pos + _ENTRY.size <= ends))
-        at = pos[live]
-        space_ids = u8[at]
-        fields = u32[(at // 4)[:, None] + np.arange(1, 4)]  # a, b, payload bytes (the u32 after the ids)
-        for space in wanted:
-            hit = space_ids == space
-            if hit.any():
-                rows = live[hit]
-                found[space][rows] = at[hit] + _ENTRY.size
-                shape[space][rows] = np.column_stack([fields[hit, 0], fields[hit, 1], u8[at[hit] + 1]])
-        pos[live] = at + _ENTRY.size + fields[:, 2] + (-fields[:, 2] % 8)
-        if (pos > ends).any():  # a payload runs past its blob: never read into the next one
-            raise StorageError("a stored fingerprint has a torn entry")
-    columns = {}
-    for space in wanted:
-        if (found[space] < 0).any():
-            missing = kept[int(np.flatnonzero(found[space] < 0)[0])][0]
-            raise StorageError(f"the fingerprint of seq {missing} lacks E{space}", seq=missing, space=space)
-        columns[space] = _column(space, joined, found[space], shape[space])
-    return FingerprintColumns([seq for seq, _ in kept], columns)
+    found) is left out. Only the entry headers are walked per memory; each dense or binary space is then one
+    join of its payloads and one frombuffer, where decode_fingerprint makes a dozen arrays and a dict per memory
+    (what stage 3 paid for every candidate). E12 is converted per memory: one float16 lookup over all the
+    candidates' tokens at once was measured slower (it leaves the cache). The result owns its memory: `blobs`
+    may be buffers of a transaction that ends right after."""
+    wanted = frozenset(spaces)
+    kept: list[int] = []
+    # per space: (blob, payload offset, a, b, kind code) of each kept memory
+    places: dict[int, list[tuple[bytes | memoryview, int, int, int, int]]] = {space: [] for space in wanted}
+    unpack_entry, entry_size = _ENTRY.unpack_from, _ENTRY.size
+    for seq, blob in zip(seqs, blobs):
+        if blob is None:
+            continue
+        magic, version, n, _ = _HEADER.unpack_from(blob, 0)
+        if magic != _MAGIC or version != FINGERPRINT_VERSION:
+            raise StorageError(f"unknown fingerprint format {magic!r} v{version}")
+        pos, found, size = _HEADER.size, 0, len(blob)
+        for _ in range(n):
+            space, kind, _, a, b, nbytes = unpack_entry(blob, pos)
+            pos += entry_size
+            if space in wanted:
+                places[space].append((blob, pos, a, b, kind))
+                found += 1
+            pos += nbytes + (-nbytes % 8)
+        if pos > size:  # a payload runs past its blob: refuse rather than misread
+            raise StorageError(f"the fingerprint of seq {seq} is torn", seq=seq)
+        if found != len(wanted):
+            raise StorageError(f"the fingerprint of seq {seq} lacks some of E{sorted(wanted)}", seq=seq)
+        kept.append(seq)
+    return FingerprintColumns(kept, {space: _column(space, entries) for space, entries in sorted(places.items())})
 
 
-def _gather(view: memoryview, at: np.ndarray, nbytes: np.ndarray) -> bytes:
-    """The byte ranges at[i] .. at[i] + nbytes[i] of `view`, concatenated (one memcpy each)."""
-    return b"".join([view[p:p + n] for p, n in zip(at.tolist(), nbytes.tolist())])
-
-
-def _column(space: int, joined: bytes, at: np.ndarray, shape: np.ndarray) -> Column:
-    a, b, kinds = shape[:, 0], shape[:, 1], shape[:, 2]
-    if (kinds != kinds[0]).any():
-        raise StorageError(f"E{space} is stored with different kinds")
-    kind = _KIND_NAMES.get(int(kinds[0]))
-    view = memoryview(joined)
+def _column(space: int, entries: list[tuple[bytes | memoryview, int, int, int, int]]) -> Column:
+    if not entries:
+        return []
+    kind = _KIND_NAMES.get(entries[0][4])  # one kind per space: encode_fingerprint writes SPACE_BY_ID's
     if kind in ("dense", "binary"):
-        if (a != a[0]).any():  # mixed dimensions (mid-reindex): one array per memory
-            return [_decode_one(kind, joined, int(p), int(n), 0, True) for p, n in zip(at, a)]
-        width = 4 if kind == "dense" else 1
-        matrix = np.frombuffer(_gather(view, at, width * a), np.float32 if kind == "dense" else np.uint8)
-        return matrix.reshape(len(at), int(a[0]))
+        width = entries[0][2]
+        if any(a != width for _, _, a, _, _ in entries):  # mixed dimensions (mid-reindex): one array each
+            return [_decode_one(kind, blob, pos, a, b, True) for blob, pos, a, b, _ in entries]
+        size = 4 * width if kind == "dense" else width
+        joined = b"".join([memoryview(blob)[pos:pos + size] for blob, pos, _, _, _ in entries])
+        return np.frombuffer(joined, np.float32 if kind == "dense" else np.uint8).reshape(len(entries), width)
     if kind == "sparse":
-        pairs = np.frombuffer(_gather(view, at, 8 * a), np.int32)  # per memory: its indices, then its values
-        bounds = np.cumsum(2 * a)[:-1]
-        return [Sparse(part[:n], part[n:].view(np.float32)) for part, n in zip(np.split(pairs, bounds), a.tolist())]
+        # per memory its indices then its values: one join, then views into it
+        pairs = np.frombuffer(b"".join([memoryview(blob)[pos:pos + 8 * a] for blob, pos, a, _, _ in entries]),
+                              np.int32)
+        column, at = [], 0
+        for _, _, a, _, _ in entries:
+            column.append(Sparse(pairs[at:at + a], pairs[at + a:at + 2 * a].view(np.float32)))
+            at += 2 * a
+        return column
     if kind == "multivector":
-        flat = np.take(_F16_TO_F32, np.frombuffer(_gather(view, at, 2 * a * b), np.uint16))
-        bounds = np.cumsum(a * b)[:-1]
-        return [part.reshape(n, d) for part, n, d in zip(np.split(flat, bounds), a.tolist(), b.tolist())]
+        return [np.take(_F16_TO_F32, np.frombuffer(blob, np.uint16, a * b, pos)).reshape(a, b)
+                for blob, pos, a, b, _ in entries]
     raise StorageError(f"unknown vector kind code in fingerprint: {kind}")
 
 
