@@ -348,13 +348,17 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
     out: dict[str, Any] = {"queries": len(qs)}
 
     default_threads = blas_threads()
-    times: dict[str, list[float]] = {"default": [], "openblas_1": []}
-    stage_times: dict[str, dict[str, list[float]]] = {"default": {}, "openblas_1": {}}
+    # "per_memory_read": the same retrieval with stage 3 reading one decoded fingerprint per candidate, as
+    # before issue 19's column read (same candidates, same ranking), interleaved call by call with the others
+    per_memory = Retriever(_PerMemoryRead(store), indexes, pipeline.embedders, app.services.memory.retrieval_settings)
+    times: dict[str, list[float]] = {"default": [], "openblas_1": [], "per_memory_read": []}
+    stage_times: dict[str, dict[str, list[float]]] = {"default": {}, "openblas_1": {}, "per_memory_read": {}}
     for fp, d in zip(fps, dirs):
-        for label, threads in (("default", default_threads), ("openblas_1", 1)):
+        for label, threads, which in (("default", default_threads, retriever), ("openblas_1", 1, retriever),
+                                      ("per_memory_read", default_threads, per_memory)):
             blas_threads(threads)
             t0 = perf()
-            r = retriever.run(fp, 10, causal_direction=d)
+            r = which.run(fp, 10, causal_direction=d)
             times[label].append((perf() - t0) * 1e3)
             for k, v in r.stages_ms.items():
                 stage_times[label].setdefault(k, []).append(v)
@@ -363,7 +367,7 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
     out["retriever_stages_ms"] = {lab: {k: summarize(v) for k, v in st.items()} for lab, st in stage_times.items()}
     for label in times:
         st = out["retriever_stages_ms"][label]
-        print("   " + format_summary(f"Retriever.run, OpenBLAS {label}", out["retriever_run_ms"][label], "ms")
+        print("   " + format_summary(f"Retriever.run, {label}", out["retriever_run_ms"][label], "ms")
               + "\n      " + ", ".join(f"{k} {v['median']:.2f} ({v['p95']:.2f})" for k, v in st.items()))
 
     sparse: dict[str, Any] = {}
@@ -447,6 +451,22 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
     out["gc_tracked_objects"] = len(gc.get_objects())
     print(f"   objects tracked by the collector: {out['gc_tracked_objects']:,}")
     return out
+
+
+class _PerMemoryRead:
+    """A store whose fingerprint_columns decodes each candidate's fingerprint first (decode_fingerprint, the
+    read stage 3 did before the column read), for an A/B of the two reads in one process."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def fingerprint_columns(self, seqs: Any, spaces: Any) -> Any:
+        from contextgraph.storage.fingerprint_columns import FingerprintColumns
+
+        return FingerprintColumns.from_fingerprints(seqs, self._store.fingerprints(seqs), spaces)
 
 
 async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
