@@ -137,11 +137,13 @@ class BulkImporter:
                   for i, (line, (content, _found)) in enumerate(zip(lines, texts))]
         history = list(self.memory.cognition.snapshot()["coherence_history"])
 
-        def embed_and_score() -> tuple[list[Fingerprint], list[list[Any]], list[DeltaSc], list[list[tuple[str, float]]],
-                                       list[list[CausalMatch]]]:
+        def embed() -> tuple[list[Fingerprint], list[list[Any]]]:
             started = time.perf_counter()
-            fingerprints, triples = pipeline.embed_with_triples(drafts)
+            embedded = pipeline.embed_with_triples(drafts)
             result.embed_ms = (time.perf_counter() - started) * 1e3
+            return embedded
+
+        def score_batch() -> tuple[list[DeltaSc], list[list[tuple[str, float]]], list[list[CausalMatch]]]:
             started = time.perf_counter()
             utl, similar, causal = [], [], []
             for fp, found, line, (content, _f) in zip(fingerprints, triples, lines, texts):
@@ -151,10 +153,11 @@ class BulkImporter:
                 similar.append(rules.similar(store, indexes, fp))
                 causal.append(rules.causal(store, indexes, content, fp, e5))
             result.score_ms = (time.perf_counter() - started) * 1e3
-            return fingerprints, triples, utl, similar, causal
+            return utl, similar, causal
 
-        fingerprints, triples, utl, similar, causal = await anyio.to_thread.run_sync(
-            embed_and_score, limiter=self.memory.perception.cpu)
+        # the batch's forward holds the forward limiter; its scoring only reads, beside other calls' forwards
+        fingerprints, triples = await anyio.to_thread.run_sync(embed, limiter=self.memory.perception.cpu)
+        utl, similar, causal = await anyio.to_thread.run_sync(score_batch, limiter=self.memory.perception.reads)
         ids = [uuid.uuid4().hex for _ in lines]
         similar = _with_batch_neighbours(similar, ids, fingerprints, rules.semantic_min, rules.semantic_k)
         causal = _with_batch_causes(causal, ids, [c for c, _ in texts], fingerprints, e5, rules.causal_min,
