@@ -204,11 +204,11 @@ def _column(space: int, entries: list[tuple[bytes | memoryview, int, int, int, i
         return np.frombuffer(joined, np.float32 if kind == "dense" else np.uint8).reshape(len(entries), width)
     if kind == "sparse":
         # per memory its indices then its values: one join, then views into it
-        pairs = np.frombuffer(b"".join([memoryview(blob)[pos:pos + 8 * a] for blob, pos, a, _, _ in entries]),
-                              np.int32)
+        joined = b"".join([memoryview(blob)[pos:pos + 8 * a] for blob, pos, a, _, _ in entries])
+        indices, values = np.frombuffer(joined, np.int32), np.frombuffer(joined, np.float32)
         column, at = [], 0
         for _, _, a, _, _ in entries:
-            column.append(Sparse(pairs[at:at + a], pairs[at + a:at + 2 * a].view(np.float32)))
+            column.append(Sparse(indices[at:at + a], values[at + a:at + 2 * a]))
             at += 2 * a
         return column
     if kind == "multivector":
