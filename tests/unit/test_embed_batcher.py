@@ -5,19 +5,23 @@ pipeline)."""
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import anyio
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from contextgraph.constitution import Constitution, constitution
 from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir
 from contextgraph.embedders.pipeline import Draft, FingerprintPipeline
 from contextgraph.errors import EmbeddingError, InvalidParams
 from contextgraph.fingerprint import SPACES, Sparse
 from contextgraph.services.embed_batcher import EmbedBatcher, _embed
+from contextgraph.services.perception import Perception
 
 pytestmark = pytest.mark.anyio
 
@@ -206,7 +210,7 @@ async def test_a_cancelled_caller_strands_nobody(cancelled):
     assert batcher.waiting == 0 and own(await batcher.embed(pipeline, drafts_of("x")), "x")  # type: ignore[arg-type]
 
 
-@settings(max_examples=200, deadline=None)
+@hypothesis_settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=12))
 def test_results_split_back_per_request(sizes):
     """Against the naive reference: each request's slice of one call equals its own call."""
@@ -218,6 +222,21 @@ def test_results_split_back_per_request(sizes):
         alone_fps, alone_triples = pipeline.embed_with_triples(group)
         assert triples == alone_triples
         assert [fp[1].tolist() for fp in fingerprints] == [fp[1].tolist() for fp in alone_fps]
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+async def test_perception_follows_the_concurrency_settings(settings, parallel):
+    """Parallel: reads have a limiter of their own and batches hold up to embed_max_batch requests. Serial (the
+    server of before, for benchmarks): reads share the forward limiter and every batch holds one request."""
+    data = copy.deepcopy(constitution().data)
+    data["concurrency"].update(parallel=parallel, read_threads=3, embed_max_batch=16)
+    perception = Perception(settings, Constitution(data, constitution().path), None)  # type: ignore[arg-type]
+    if parallel:
+        assert perception.reads is not perception.cpu and perception.reads.total_tokens == 3
+        assert perception.batcher.max_batch == 16
+    else:
+        assert perception.reads is perception.cpu and perception.batcher.max_batch == 1
+    assert perception.cpu.total_tokens == 1
 
 
 # --- the real pipeline: batched fingerprints equal fingerprints embedded alone ---------------------------------
