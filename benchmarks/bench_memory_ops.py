@@ -32,10 +32,11 @@ Filling (what was done, and why it is representative; see _workload.fill_store):
     *quality* is not measured here (bench_retrieval_quality.py does that on distinct texts).
 
 --profile-search N adds, after each size: N in-process Retriever.run calls (numpy's OpenBLAS at its default and
-at one thread, alternating), stage 1 per sparse space with and without the query's high-df terms, S3 split into
+at one thread, and with stage 3's former per-memory read instead of the column read, alternating call by call), stage 1 per sparse space with and without the query's high-df terms, S3 split into
 reading the candidates' fingerprints and scoring them, a cProfile of Retriever.run, and N/2 in-process inject
 calls with timers around their parts (embed, related retrieval, index insert, UTL, put, edges).
 --retrieval KEY=VALUE... replaces the constitution's retrieval settings for the run (to time a proposal).
+--batched-puts fills with one write transaction per batch (see _workload.fill_store): for 300K-1M stores.
 
 Memory and disk: RSS (VmRSS, split into RssAnon — the indexes and Python objects — and RssFile — LMDB pages
 mapped in) before and after each fill; the LMDB data file (apparent and allocated bytes) per stored memory;
