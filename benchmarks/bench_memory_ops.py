@@ -32,9 +32,10 @@ Filling (what was done, and why it is representative; see _workload.fill_store):
     *quality* is not measured here (bench_retrieval_quality.py does that on distinct texts).
 
 --profile-search N adds, after each size: N in-process Retriever.run calls (numpy's OpenBLAS at its default and
-at one thread, and with stage 3's former per-memory read instead of the column read, alternating call by call), stage 1 per sparse space with and without the query's high-df terms, S3 split into
-reading the candidates' fingerprints and scoring them, a cProfile of Retriever.run, and N/2 in-process inject
-calls with timers around their parts (embed, related retrieval, index insert, UTL, put, edges).
+at one thread, and with stage 3's former per-memory read instead of the column read, alternating call by
+call), stage 1 per sparse space with and without the query's high-df terms, S3 split into reading the
+candidates' fingerprints and scoring them, a cProfile of Retriever.run, and N/2 in-process inject calls with
+timers around their parts (embed, related retrieval, index insert, UTL, put, edges).
 --retrieval KEY=VALUE... replaces the constitution's retrieval settings for the run (to time a proposal).
 --batched-puts fills with one write transaction per batch (see _workload.fill_store): for 300K-1M stores.
 
