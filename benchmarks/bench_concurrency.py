@@ -322,7 +322,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"fill": fill, "workdir": str(workdir)}
     if args.profile:
         # its own event loop, on a thread: this one is running
-        results["cpu_profile"] = profile = await asyncio.to_thread(cpu_profile, template, workdir, queries, args.profile)
+        profile = await asyncio.to_thread(cpu_profile, template, workdir, queries, args.profile)
+        results["cpu_profile"] = profile
         print(f"in-process CPU per search (median ms over {args.profile}): {profile['cpu_ms_median']}", flush=True)
     servers = {mode: Server(mode, template, workdir, args.log_level) for mode in args.modes}
     try:
