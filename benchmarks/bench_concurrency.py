@@ -388,6 +388,8 @@ def main() -> int:
     args = ap.parse_args()
     load_before = list(os.getloadavg())
     results = asyncio.run(main_async(args))
+    for home in Path(results["workdir"]).glob("home-*"):  # copies of the template; the server logs stay
+        shutil.rmtree(home, ignore_errors=True)
     results["summary"] = summary(results)
     results["settings"] = {"memories": args.memories, "calls_per_client_per_round": args.calls,
                            "clients": args.clients, "rounds": args.rounds, "transport": "tcp (raw JSON-RPC lines)",
