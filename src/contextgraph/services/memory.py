@@ -96,8 +96,7 @@ class MemoryService:
                                                       query_text=query,  # what kind of query (time, code, prose)
                                                       stage4=stage4)
             # D16: the query's novelty against its answer, and the answer's coherence, move the pulse
-            seqs = [f.record.seq for f in retrieval.found]
-            answer = {s: fp for s, fp in zip(seqs, self.handle.store.fingerprints(seqs)) if fp is not None}
+            answer = {f.record.seq: f.fingerprint for f in retrieval.found}  # as stage 3 read them
             utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer)
             return Searched(query, retrieval, breakdown, embed_ms), utl
 

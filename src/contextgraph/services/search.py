@@ -92,6 +92,8 @@ class Found:
     # per-space agreement with the query in [0, 1] (E1..E13): what the workspace binds on (gwt.binding)
     agreements: tuple[float, ...] = ()
     alignment: float | None = None  # to the north star (None: no star, or stage 4 turned off)
+    # its fingerprint as stage 3 read it (views into the candidates' columns: treat as values)
+    fingerprint: Fingerprint = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -253,6 +255,7 @@ class Retriever:
                 space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
                 agreements=tuple(agreements[row].tolist()),
                 alignment=None if alignments is None else round(float(alignments[i]), 6),
+                fingerprint=docs[i],
             ))
         lap("fetch_records")
         return Retrieval(found, len(seqs), timings, stage4_report,

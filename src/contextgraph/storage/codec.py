@@ -123,9 +123,7 @@ def decode_fingerprint(
 ) -> Fingerprint:
     """The fingerprint in `blob`, or only its `spaces`. Arrays are read-only views into `blob` unless `copy`
     (needed when `blob` is an LMDB buffer that dies with its transaction); E12 is always a fresh float32 array."""
-    magic, version, n, _ = _HEADER.unpack_from(blob, 0)
-    if magic != _MAGIC or version != FINGERPRINT_VERSION:
-        raise StorageError(f"unknown fingerprint format {magic!r} v{version}")
+    n = _entry_count(blob)
     wanted = None if spaces is None else set(spaces)
     out: Fingerprint = {}
     pos = _HEADER.size
@@ -136,6 +134,14 @@ def decode_fingerprint(
             out[space] = _decode_one(_KIND_NAMES.get(kind), blob, pos, a, b, copy)
         pos += nbytes + _pad(nbytes)
     return out
+
+
+def _entry_count(blob: bytes | memoryview) -> int:
+    """How many spaces a stored fingerprint holds, after checking its header is one this version reads."""
+    magic, version, n, _ = _HEADER.unpack_from(blob, 0)
+    if magic != _MAGIC or version != FINGERPRINT_VERSION:
+        raise StorageError(f"unknown fingerprint format {magic!r} v{version}")
+    return n
 
 
 def _decode_one(kind: str | None, blob, pos: int, a: int, b: int, copy: bool):
@@ -172,11 +178,8 @@ def decode_columns(seqs: Sequence[int], blobs: Sequence[bytes | memoryview | Non
     for seq, blob in zip(seqs, blobs):
         if blob is None:
             continue
-        magic, version, n, _ = _HEADER.unpack_from(blob, 0)
-        if magic != _MAGIC or version != FINGERPRINT_VERSION:
-            raise StorageError(f"unknown fingerprint format {magic!r} v{version}")
         pos, found, size = _HEADER.size, 0, len(blob)
-        for _ in range(n):
+        for _ in range(_entry_count(blob)):
             space, kind, _, a, b, nbytes = unpack_entry(blob, pos)
             pos += entry_size
             if space in wanted:
@@ -211,9 +214,8 @@ def _column(space: int, entries: list[tuple[bytes | memoryview, int, int, int, i
             column.append(Sparse(indices[at:at + a], values[at + a:at + 2 * a]))
             at += 2 * a
         return column
-    if kind == "multivector":
-        return [np.take(_F16_TO_F32, np.frombuffer(blob, np.uint16, a * b, pos)).reshape(a, b)
-                for blob, pos, a, b, _ in entries]
+    if kind == "multivector":  # a fresh float32 array each (the lookup copies)
+        return [_decode_one(kind, blob, pos, a, b, False) for blob, pos, a, b, _ in entries]
     raise StorageError(f"unknown vector kind code in fingerprint: {kind}")
 
 

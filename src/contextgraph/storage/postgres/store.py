@@ -240,22 +240,21 @@ class PgStore:
         return [decode_record(found[s]) if s in found else None for s in seqs]
 
     def fingerprints(self, seqs: Sequence[int], spaces: Sequence[int] | None = None) -> list[Fingerprint | None]:
-        if not seqs:
-            return []
         wanted = None if spaces is None else frozenset(spaces)
-        rows = self._read(lambda cur: cur.execute("SELECT seq, blob FROM fingerprints WHERE seq = ANY(%s)",
-                                                  ([int(s) for s in seqs],)).fetchall())
-        found = {int(seq): blob for seq, blob in rows}
-        return [None if s not in found else decode_fingerprint(bytes(found[s]), wanted, copy=wanted is not None)
-                for s in seqs]
+        return [None if blob is None else decode_fingerprint(blob, wanted, copy=wanted is not None)
+                for blob in self._fingerprint_blobs(seqs)]
 
     def fingerprint_columns(self, seqs: Sequence[int], spaces: Sequence[int]) -> FingerprintColumns:
+        return decode_columns(seqs, self._fingerprint_blobs(seqs), spaces)
+
+    def _fingerprint_blobs(self, seqs: Sequence[int]) -> list[bytes | None]:
+        """The stored fingerprint bytes of `seqs`, in order (None: no such memory), in one query."""
         if not seqs:
-            return decode_columns([], [], spaces)
+            return []
         rows = self._read(lambda cur: cur.execute("SELECT seq, blob FROM fingerprints WHERE seq = ANY(%s)",
                                                   ([int(s) for s in seqs],)).fetchall())
-        found = {int(seq): blob for seq, blob in rows}
-        return decode_columns(seqs, [None if s not in found else bytes(found[s]) for s in seqs], spaces)
+        found = {int(seq): bytes(blob) for seq, blob in rows}
+        return [found.get(s) for s in seqs]
 
     def _scalar(self, query: str, params: Sequence[Any] = ()) -> Any:
         row = self._read(lambda cur: cur.execute(query, params).fetchone())  # type: ignore[arg-type]
