@@ -66,6 +66,16 @@ _CUES = re.compile(
     ),
     re.IGNORECASE,
 )
+# Where a cue can begin: a zero-width lookahead for the first letters of every alternative above (without their
+# \b and lookbehinds, so it finds a superset of _CUES' start positions). _CUES is then tried only there: scanning
+# all 32 alternatives, lookbehinds included, at every character cost ~2 µs a character (1.3 ms for a 700-character
+# memory, E5's whole time); this scan is ~10x cheaper and _cue_matches returns exactly _CUES.finditer's matches.
+# A new cue alternative must add its first letters here (tests/unit/embedders/test_e05_cue_scan.py checks).
+_CUE_START = re.compile(
+    r"(?=because|due|owing|thanks|caus|trigger|driven|as\s|result|stem|since|<-|←|lead|led|so|in\s|that|this"
+    r"|which|therefore|hence|thus|consequently|,|->|=>|→)",
+    re.IGNORECASE,
+)
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n+")
 _NEGATION = re.compile(
     r"\bnot\b|n['’]t\b|\bnever\b|\bno\s+longer\b|\bneither\b|\bnor\b|\bwithout\b|\bcannot\b"
@@ -111,7 +121,7 @@ def causal_spans(text: str) -> CausalSpans:
     cues: list[str] = []
     negated: list[str] = []
     for index, (s_start, s_end) in enumerate(sentences):
-        matches = list(_CUES.finditer(text, s_start, s_end))
+        matches = _cue_matches(text, s_start, s_end)
         for j, m in enumerate(matches):
             effect_first = (m.lastgroup or "").startswith("e")  # every alternative of _CUES is a named group
             lo = matches[j - 1].end() if j else s_start
@@ -140,6 +150,19 @@ def causal_spans(text: str) -> CausalSpans:
             if right is not None:
                 second.append(right)
     return CausalSpans(tuple(cause), tuple(effect), tuple(cues), tuple(negated))
+
+
+def _cue_matches(text: str, lo: int, hi: int) -> list[re.Match[str]]:
+    """`list(_CUES.finditer(text, lo, hi))`, trying _CUES only where _CUE_START says a cue can begin: the leftmost
+    match at or after the previous one's end, as finditer takes them (a lookbehind sees before `pos` in both)."""
+    found: list[re.Match[str]] = []
+    end = lo
+    for candidate in _CUE_START.finditer(text, lo, hi):
+        pos = candidate.start()
+        if pos >= end and (m := _CUES.match(text, pos, hi)) is not None:
+            found.append(m)
+            end = m.end()
+    return found
 
 
 def _sentences(text: str) -> list[Span]:
