@@ -105,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     importer.add_argument("--batch-size", type=int, default=32, metavar="N",
                           help="memories per forward pass and transaction (1-1024, default 32; 1 scores each "
                                "memory's UTL against every earlier one, as store_memory one by one does)")
+    importer.add_argument("--workers", type=int, default=1, metavar="W",
+                          help="processes that fingerprint each batch (1-64, default 1: in this process). Each "
+                               "holds its own copy of the model: worth it with spare cores or a GPU "
+                               "(CONTEXTGRAPH_DEVICE=cuda) and a --batch-size of at least 32 x W")
     common(importer)
 
     exporter = commands.add_parser(
@@ -361,7 +365,10 @@ def _import(args: argparse.Namespace) -> int:
     if not 1 <= args.batch_size <= 1024:
         print(f"contextgraph import: --batch-size must be 1-1024, got {args.batch_size}", file=sys.stderr)
         return 2
-    return run_import(_quiet_settings(args), Path(args.file).expanduser(), args.batch_size)
+    if not 1 <= args.workers <= 64:
+        print(f"contextgraph import: --workers must be 1-64, got {args.workers}", file=sys.stderr)
+        return 2
+    return run_import(_quiet_settings(args), Path(args.file).expanduser(), args.batch_size, args.workers)
 
 
 def _export(args: argparse.Namespace) -> int:

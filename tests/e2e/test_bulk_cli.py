@@ -47,8 +47,8 @@ def test_import_export_round_trip_through_the_console_script(tmp_path, model_cac
     assert rows[0]["tags"] == ["ops"] and rows[0]["importance"] == 0.7 and rows[0]["created_at"] == 1_760_000_000
     assert rows[2]["rationale"] == "imported from notes.jsonl"
     assert "hunter2hunter2" not in out.read_text(encoding="utf-8")  # redacted on import: never stored
-    fresh = tmp_path / "fresh"
-    assert run(fresh, model_cache, "import", str(out)).returncode == 0
+    fresh = tmp_path / "fresh"  # fingerprinted by two worker processes this time
+    assert run(fresh, model_cache, "import", str(out), "--workers", "2").returncode == 0
     to_stdout = run(fresh, model_cache, "export")
     assert to_stdout.returncode == 0 and to_stdout.stdout == out.read_text(encoding="utf-8")
 
@@ -58,5 +58,7 @@ def test_usage_errors(tmp_path, model_cache):
     assert missing.returncode == 1 and "is not a file" in missing.stderr
     bad_batch = run(tmp_path / "home", model_cache, "import", str(tmp_path / "nope.jsonl"), "--batch-size", "0")
     assert bad_batch.returncode == 2 and "--batch-size must be 1-1024" in bad_batch.stderr
+    bad_workers = run(tmp_path / "home", model_cache, "import", str(tmp_path / "nope.jsonl"), "--workers", "0")
+    assert bad_workers.returncode == 2 and "--workers must be 1-64" in bad_workers.stderr
     empty = run(tmp_path / "empty", model_cache, "export")
     assert empty.returncode == 1 and "nothing to export" in empty.stderr

@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 
+import numpy as np
 import pytest
 
 from contextgraph.app import build_app
@@ -212,3 +213,29 @@ def test_parse_line_fills_the_rationale_and_refuses_what_store_memory_refuses():
         parse_line('{"content": "a memory", "created_at": 9e12}', 1, "x.jsonl", 2e9)
     with pytest.raises(ValueError, match="created_at"):
         parse_line('{"content": "a memory", "created_at": true}', 1, "x.jsonl", 2e9)
+
+
+async def test_worker_processes_store_what_the_server_would(tmp_path, make_settings):
+    """`import --workers 2`: the batches fingerprinted by a PipelinePool store the same memories with the same
+    fingerprints (and E11 triples) as the app's own pipeline."""
+    from contextgraph.embedders.parallel import PipelinePool, PipelineSpec
+
+    path = write_jsonl(tmp_path / "corpus.jsonl", LINES)
+    serial, pooled = build_app(make_settings(tmp_path / "serial")), build_app(make_settings(tmp_path / "pooled"))
+    try:
+        await import_file(serial, path, batch_size=5)
+        spec = PipelineSpec.from_settings(make_settings(tmp_path / "pooled"), runtime="onnx")
+        with PipelinePool(spec, 2) as pool:
+            report = await import_file(pooled, path, batch_size=5, embedder=pool.start())
+        assert report.stored == len(LINES)
+        ours = sorted(pooled.services.storage.store.scan(), key=lambda pair: pair[0].seq)
+        theirs = sorted(serial.services.storage.store.scan(), key=lambda pair: pair[0].seq)
+        assert [r.content for r, _ in ours] == [r.content for r, _ in theirs]
+        for (record, fp), (other, expected) in zip(ours, theirs, strict=True):
+            assert np.allclose(fp[1], expected[1], atol=1e-6) and np.allclose(fp[5], expected[5], atol=1e-6)
+            assert np.array_equal(fp[9], expected[9])
+            assert len(pooled.services.storage.store.triples_of(record.id)) == \
+                   len(serial.services.storage.store.triples_of(other.id))
+    finally:
+        serial.close()
+        pooled.close()

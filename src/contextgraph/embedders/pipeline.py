@@ -90,7 +90,7 @@ class FingerprintPipeline:
     def _embed(self, items: Sequence[Draft], with_triples: bool = False) -> tuple[list[Fingerprint], list[list[Any]]]:
         started = time.perf_counter()
         for draft in items:
-            _check_draft(draft)
+            check_draft(draft)
         encoded = self.backbone.encode([draft.text for draft in items])
         encoded_at = time.perf_counter()
         inputs = [
@@ -155,7 +155,7 @@ def _run(embedder: Embedder, inputs: list[MemoryInput], method: Callable[[list[M
         raise EmbeddingError(f"E{embedder.space} ({embedder.name}) failed: {exc}", space=embedder.space) from exc
 
 
-def _check_draft(draft: Draft) -> None:
+def check_draft(draft: Draft) -> None:
     if not isinstance(draft.text, str):
         raise InvalidParams("a memory's text must be a string", field="text")
     if draft.modality not in MODALITIES:

@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import numpy as np
@@ -89,11 +89,20 @@ def import_session(file_hash: str) -> str:
     return f"import-{file_hash[:16]}"
 
 
-class BulkImporter:
-    """Imports the lines of one file (identified by its SHA-256) into the store of `memory`'s data directory."""
+class BatchEmbedder(Protocol):
+    """What fingerprints a batch: the data directory's own pipeline, or a PipelinePool of worker processes."""
 
-    def __init__(self, memory: MemoryService, file_hash: str, source: str) -> None:
+    def embed_with_triples(self, items: Sequence[Draft]) -> tuple[list[Fingerprint], list[list[Any]]]: ...
+
+
+class BulkImporter:
+    """Imports the lines of one file (identified by its SHA-256) into the store of `memory`'s data directory.
+    `embedder` fingerprints the batches (default: the server's own pipeline, in this process)."""
+
+    def __init__(self, memory: MemoryService, file_hash: str, source: str,
+                 embedder: BatchEmbedder | None = None) -> None:
         self.memory = memory
+        self.embedder = embedder
         self.file_hash = file_hash
         self.source = source
         self.session = import_session(file_hash)
@@ -139,7 +148,7 @@ class BulkImporter:
 
         def embed() -> tuple[list[Fingerprint], list[list[Any]]]:
             started = time.perf_counter()
-            embedded = pipeline.embed_with_triples(drafts)
+            embedded = (self.embedder or pipeline).embed_with_triples(drafts)
             result.embed_ms = (time.perf_counter() - started) * 1e3
             return embedded
 

@@ -26,7 +26,14 @@ from pydantic import ValidationError
 from contextgraph.config import Settings
 from contextgraph.errors import ContextGraphError
 from contextgraph.security.free_text import redact_arguments
-from contextgraph.services.bulk_import import EXPORT_FIELDS, BulkImporter, ImportLine, export_lines, valid_created_at
+from contextgraph.services.bulk_import import (
+    EXPORT_FIELDS,
+    BatchEmbedder,
+    BulkImporter,
+    ImportLine,
+    export_lines,
+    valid_created_at,
+)
 from contextgraph.services.memory_payloads import NewMemory
 from contextgraph.storage.maintenance import ProgressBar
 from contextgraph.tools.core import StoreArgs
@@ -97,12 +104,14 @@ def count_lines(path: Path) -> int:
 
 
 async def import_file(app: Any, path: Path, *, batch_size: int = DEFAULT_BATCH,
-                      errors: TextIO | None = None, progress: ProgressBar | None = None) -> ImportReport:
-    """Import `path` into `app`'s data directory, resuming after the lines an earlier run committed."""
+                      errors: TextIO | None = None, progress: ProgressBar | None = None,
+                      embedder: BatchEmbedder | None = None) -> ImportReport:
+    """Import `path` into `app`'s data directory, resuming after the lines an earlier run committed; `embedder`
+    (a PipelinePool) fingerprints the batches in worker processes instead of the app's own pipeline."""
     errors = errors or sys.stderr
     started = time.perf_counter()
     report = ImportReport(str(path), file_sha256(path))
-    importer = BulkImporter(app.services.memory, report.sha256, path.name)
+    importer = BulkImporter(app.services.memory, report.sha256, path.name, embedder)
     report.session = importer.session
     resume = await importer.resume_line()
     total = count_lines(path)
@@ -157,24 +166,38 @@ def export_store(app: Any, out: TextIO, progress: ProgressBar | None = None) -> 
     return written
 
 
-def run_import(settings: Settings, path: Path, batch_size: int) -> int:
+def run_import(settings: Settings, path: Path, batch_size: int, workers: int = 1) -> int:
+    """`contextgraph import`: with workers > 1 the batches are fingerprinted by that many worker processes, each
+    with its own copy of the pipeline (on a GPU, its own CUDA context), while this process scores and commits."""
+    import contextlib
+    from concurrent.futures.process import BrokenProcessPool
+
     import anyio
 
     from contextgraph.app import build_app
+    from contextgraph.embedders.parallel import PipelinePool, PipelineSpec
 
     if not path.is_file():
         print(f"contextgraph import: {path} is not a file", file=sys.stderr)
         return 1
     app = build_app(settings)
     try:
-        report = anyio.run(lambda: import_file(app, path, batch_size=batch_size,
-                                               progress=ProgressBar(f"import {path.name}")))
+        with contextlib.ExitStack() as stack:
+            pool = None
+            if workers > 1:
+                pool = stack.enter_context(PipelinePool(PipelineSpec.from_settings(settings), workers)).start()
+            report = anyio.run(lambda: import_file(app, path, batch_size=batch_size, embedder=pool,
+                                                   progress=ProgressBar(f"import {path.name}")))
     except UnicodeDecodeError as exc:
         print(f"contextgraph import: {path} is not UTF-8 text ({exc}); lines before it were imported and a rerun "
               "resumes after them", file=sys.stderr)
         return 1
     except ContextGraphError as exc:
         print(f"contextgraph import: {exc.message} (a rerun resumes after the last committed line)", file=sys.stderr)
+        return 1
+    except BrokenProcessPool as exc:  # a worker could not load the model, or died (out of memory, killed)
+        print(f"contextgraph import: an embedding worker failed ({exc}); try fewer --workers. A rerun resumes after "
+              "the last committed line", file=sys.stderr)
         return 1
     finally:
         app.close()
