@@ -170,6 +170,7 @@ class TorchBackbone(_TokenizingBackbone):
         self._init_tokenizer(info, max_tokens)
         self._torch = torch
         self._device = torch.device(device)
+        self.device = str(self._device)  # embedders with a device path (E9) compute beside the model
         on_gpu = self._device.type == "cuda"
         name = dtype or ("float16" if on_gpu else "float32")
         if name not in ("float32", "float16", "bfloat16"):

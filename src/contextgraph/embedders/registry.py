@@ -21,7 +21,8 @@ from contextgraph.embedders.e13_splade import SpladeEmbedder
 
 
 def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
-    """E1..E13 with this project's offline defaults; index i holds space i + 1."""
+    """E1..E13 with this project's offline defaults; index i holds space i + 1. Embedders with a device path (E9)
+    compute on the backbone's GPU when it has one."""
     return (
         SemanticEmbedder(backbone),
         TemporalRecentEmbedder(),
@@ -31,9 +32,15 @@ def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
         SparseEmbedder(),
         CodeEmbedder(backbone),
         GraphEmbedder(backbone),
-        HdcEmbedder(),
+        HdcEmbedder(device=_cuda_device(backbone)),
         MultimodalEmbedder(backbone),
         EntityEmbedder(backbone),
         LateInteractionEmbedder(backbone),
         SpladeEmbedder(backbone),
     )
+
+
+def _cuda_device(backbone: Backbone) -> str | None:
+    """The backbone's torch device when it is a GPU (embedders with a device path compute there), else None."""
+    device = str(getattr(backbone, "device", "cpu"))
+    return device if device.startswith("cuda") else None
