@@ -148,9 +148,12 @@ def embed_corpus(data: CorpusData, pipeline: Any, batch: int = 128, log: Any = p
             else:
                 drafts = [Draft(text=t, modality=modality, timestamp=t0, session_position=0, global_position=n + 1)
                           for t in chunk]
-            fps, inputs = pipeline._embed(drafts)
+            fps = pipeline.embed(drafts)
             getattr(out, kind).extend(fps)
-            ids = [inp.encoded.token_ids[~inp.encoded.special].astype(np.int32) for inp in inputs]
+            # the forward's non-special token ids, from the backbone's own tokenizer (same truncation)
+            encodings = pipeline.backbone._tokenizer.encode_batch(chunk)
+            ids = [np.asarray(e.ids, dtype=np.int32)[~np.asarray(e.special_tokens_mask, dtype=bool)]
+                   for e in encodings]
             (out.doc_ids if kind == "docs" else out.query_ids).extend(ids)
             log(f"[{data.name}] embedded {kind} {lo + len(chunk)}/{n} ({time.perf_counter() - started:.0f} s)")
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
