@@ -17,6 +17,7 @@ fingerprint depends on its own draft only, and the shards come back in order."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import multiprocessing
 import os
@@ -48,10 +49,11 @@ class PipelineSpec:
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> PipelineSpec:
+        """The server's pipeline as `settings` describe it, with `overrides` (runtime="torch", dtype=...)."""
         spec = cls(cache_dir=str(settings.models_dir),
                    model_dir=None if settings.model_dir is None else str(settings.model_dir),
                    runtime=settings.runtime, device=settings.device, quantized=settings.quantized)
-        return cls(**{**{f: getattr(spec, f) for f in cls.__slots__}, **overrides})
+        return dataclasses.replace(spec, **overrides)
 
     def build(self) -> FingerprintPipeline:
         model_dir = Path(self.model_dir) if self.model_dir else default_model_dir()
