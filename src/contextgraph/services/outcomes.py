@@ -11,6 +11,7 @@ duplicate at once) are added directly. Pure bookkeeping, no I/O: the ThresholdSe
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,10 @@ class OutcomeLog:
         self.versions: dict[tuple[str, str], int] = {}
         # memory id → its open predictions (one per threshold), oldest offered first
         self._pending: OrderedDict[str, dict[str, Pending]] = OrderedDict()
+        # every offer in the order made, (memory id, prediction): expire pops the due ones from the front, so it
+        # costs what expires, not a walk over the ~2,000 open memories (0.5 ms, four times a search). Entries
+        # whose prediction was since used, replaced or pushed out are stale and skipped when they come up.
+        self._offers: deque[tuple[str, Pending]] = deque()
 
     # -- writes ------------------------------------------------------------------------------------------------
     def add(self, threshold: str, domain: str, score: float, outcome: float, at: float) -> None:
@@ -59,6 +64,9 @@ class OutcomeLog:
         open_ = self._pending.pop(memory_id, {})
         open_[pending.threshold] = pending
         self._pending[memory_id] = open_  # to the back: the newest offer
+        self._offers.append((memory_id, pending))
+        if len(self._offers) > 4 * max(self.pending_max, 1024):  # mostly stale: keep the live ones only
+            self._offers = self._queued(self._pending)
         dropped: list[Resolved] = []
         while len(self._pending) > self.pending_max:
             _, old = self._pending.popitem(last=False)
@@ -79,17 +87,26 @@ class OutcomeLog:
         return [Resolved(p.threshold, p.domain, p.score, outcome) for p in done.values()]
 
     def expire(self, now: float) -> list[Resolved]:
-        """Predictions older than `pending_seconds` resolve to 0 (unused)."""
+        """Predictions older than `pending_seconds` resolve to 0 (unused), oldest offered first. (A clock set back
+        between two offers only delays the later one's expiry until the earlier one's.)"""
         out: list[Resolved] = []
-        for memory_id in list(self._pending):
-            open_ = self._pending[memory_id]
-            for t, p in list(open_.items()):
-                if now - p.offered_at > self.pending_seconds:
-                    out.append(Resolved(p.threshold, p.domain, p.score, 0.0))
-                    del open_[t]
+        offers = self._offers
+        while offers and now - offers[0][1].offered_at > self.pending_seconds:
+            memory_id, p = offers.popleft()
+            open_ = self._pending.get(memory_id)
+            if open_ is None or open_.get(p.threshold) is not p:
+                continue  # used, replaced by a newer offer, or pushed out since
+            out.append(Resolved(p.threshold, p.domain, p.score, 0.0))
+            del open_[p.threshold]
             if not open_:
                 del self._pending[memory_id]
         return out
+
+    @staticmethod
+    def _queued(pending: Mapping[str, dict[str, Pending]]) -> deque[tuple[str, Pending]]:
+        """The open predictions as an offer queue, oldest offered first."""
+        live = [(memory_id, p) for memory_id, open_ in pending.items() for p in open_.values()]
+        return deque(sorted(live, key=lambda entry: entry[1].offered_at))
 
     # -- reads -------------------------------------------------------------------------------------------------
     def pairs(self, threshold: str, domain: str, since: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -138,3 +155,4 @@ class OutcomeLog:
         for memory_id, open_ in doc.get("pending", [])[-self.pending_max:]:
             self._pending[str(memory_id)] = {str(t): Pending(str(t), str(d), float(s), float(at), str(q))
                                              for t, d, s, at, q in open_}
+        self._offers = self._queued(self._pending)
