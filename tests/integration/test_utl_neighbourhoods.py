@@ -14,6 +14,8 @@ from contextgraph import log
 from contextgraph.app import build_services
 from contextgraph.constitution import constitution
 from contextgraph.embedders.pipeline import Draft
+from contextgraph.fingerprint import SPACES
+from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
 from contextgraph.services.memory_payloads import NewMemory
 
@@ -49,8 +51,12 @@ async def test_a_pool_of_the_whole_store_ranks_like_the_indexes(settings):
                                          timestamp=time.time())])
         for exclude in (frozenset(), frozenset({min(everything)})):
             ranked, fps = index_neighbours(store, indexes, probe, exclude, 4, 1.0)
-            pooled, kept = rank_within(by_space, probe, everything, 4, exclude)
+            pooled, kept, scores = rank_within(by_space, probe, everything, 4, exclude)
             assert not exclude & set(kept) and not any(exclude & set(r) for r in pooled.values())
+            for space in SPACES:  # the similarities handed on to the UTL are those of the ranked lists
+                if space.id != 12:
+                    expected = space_similarities(by_space, space, probe, [kept[s] for s in pooled[space.id]])
+                    assert np.allclose(scores[space.id], expected, atol=1e-6), space.id  # float32 BLAS order
             for space in DENSE:
                 assert set(pooled[space]) == set(ranked[space]), space
             assert pooled[12] == pooled[1] and ranked[12] == ranked[1]

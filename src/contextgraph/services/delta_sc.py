@@ -263,8 +263,11 @@ class DeltaScComputer:
         from it instead of the indexes (services.delta_sc_pool: a search's answer)."""
         started = time.perf_counter()
         by_space = {e.space: e for e in embedders}
-        ranked, neighbourhood = (self._neighbours(store, indexes, fingerprint, exclude) if pool is None
-                                 else rank_within(by_space, fingerprint, pool, 2 * self.k, exclude))
+        known: dict[int, np.ndarray] = {}  # per space, the similarities of its ranked neighbours when known
+        if pool is None:
+            ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)
+        else:
+            ranked, neighbourhood, known = rank_within(by_space, fingerprint, pool, 2 * self.k, exclude)
         timings = {"neighbours": _ms(started)}
         model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
         timings["model"] = _ms(started) - timings["neighbours"]
@@ -273,7 +276,7 @@ class DeltaScComputer:
         for space in SPACES:
             fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
             partial.append(self._space(store, model, by_space, space, fingerprint, fps, edge_weights, triples,
-                                       own_triples, cluster_dists))
+                                       own_triples, cluster_dists, known.get(space.id)))
         current = float(np.mean([dc.delta_c(p[3], p[4], 1.0, self.weights) for p in partial]))
         consistency = dc.consistency(coherence_history, current if neighbourhood else None)
         results = []
@@ -333,12 +336,15 @@ class DeltaScComputer:
 
     def _space(self, store: Any, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
                fps: list, edge_weights: Sequence[float], triples: Sequence[Any], own_triples: Sequence[Any],
-               cluster_dists: Mapping[int, list]) -> tuple[int, float, str, float, float, int]:
-        """(space, ΔS, method, connectivity, cluster fit, neighbours)."""
+               cluster_dists: Mapping[int, list], sims: np.ndarray | None = None
+               ) -> tuple[int, float, str, float, float, int]:
+        """(space, ΔS, method, connectivity, cluster fit, neighbours). `sims`: fp's similarities to `fps`, when
+        the caller already has them (rank_within)."""
         sid = space.id
         if not fps:
             return sid, self.empty_s, "empty store: everything is novel", 0.0, dc.NEUTRAL_FIT, 0
-        sims = space_similarities(by_space, space, fp, fps)
+        if sims is None or len(sims) != len(fps):
+            sims = space_similarities(by_space, space, fp, fps)
         stats = self._statistics(model, by_space, sid, fp, fps, sims)
         delta_s, method = self._novelty(store, model, sid, stats, triples, own_triples, len(fps))
         baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None

@@ -51,16 +51,22 @@ def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude
 
 
 def rank_within(by_space: Mapping[int, Any], fingerprint: Fingerprint, pool: Mapping[int, Fingerprint],
-                want: int, exclude: frozenset[int] = frozenset()) -> Neighbourhood:
-    """The `want` most similar of `pool` per space (`exclude` left out): the shape of index_neighbours."""
+                want: int, exclude: frozenset[int] = frozenset()) -> tuple[dict[int, list[int]],
+                                                                        dict[int, Fingerprint],
+                                                                        dict[int, np.ndarray]]:
+    """The `want` most similar of `pool` per space (`exclude` left out): the shape of index_neighbours, plus
+    each ranked list's similarities (space_similarities, best first), which the UTL then need not recompute."""
     kept = {seq: fp for seq, fp in pool.items() if seq not in exclude}
     seqs = list(kept)
     fps = [kept[s] for s in seqs]
     ranked: dict[int, list[int]] = {}
+    scores: dict[int, np.ndarray] = {}
     for space in SPACES:
         if space.id == LATE_INTERACTION:
             continue
         sims = space_similarities(by_space, space, fingerprint, fps)
-        ranked[space.id] = [seqs[i] for i in np.argsort(-sims, kind="stable")[:want].tolist()]
+        best = np.argsort(-sims, kind="stable")[:want]
+        ranked[space.id] = [seqs[i] for i in best.tolist()]
+        scores[space.id] = sims[best]
     ranked[LATE_INTERACTION] = ranked[SEMANTIC]
-    return ranked, kept
+    return ranked, kept, scores
