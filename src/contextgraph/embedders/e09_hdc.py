@@ -131,22 +131,11 @@ class HdcEmbedder:
         f"XOR, majority bundle, majority-folded to {FOLDED_BITS} bits (seed {SEED})"
     )
 
-    def __init__(self, device: str | None = None) -> None:
-        # a CUDA device when the pipeline's backbone runs there: the bits are then computed on it
-        # (e09_hdc_torch, the same bits), else in numpy on the host
-        self.device = device
-
     def embed_text(self, text: str) -> np.ndarray:
         return self.embed_texts([text])[0]
 
     def embed_texts(self, texts: Sequence[str]) -> list[np.ndarray]:
-        if not texts:
-            return []
-        if self.device is not None:
-            from contextgraph.embedders.e09_hdc_torch import folded_bits
-
-            return list(np.packbits(folded_bits(texts, self.device), axis=1))
-        return list(np.packbits(fold(hypervectors(texts)), axis=1))
+        return list(np.packbits(fold(hypervectors(texts)), axis=1)) if texts else []
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
         return self.embed_texts([item.text for item in items])

@@ -24,6 +24,7 @@ from contextgraph.embedders.e09_hdc import (
     FOLDED_BITS,
     HYPER_BITS,
     N_GRAM,
+    HdcEmbedder,
     _letter,
     _normalised,
 )
@@ -66,6 +67,16 @@ def folded_bits(texts: Sequence[str], device: str, chunk: int = CHUNK) -> np.nda
     folded_counts = padded.reshape(len(texts), _FOLD_ROWS, FOLDED_BITS).sum(dim=1)
     folded = _majority(folded_counts, torch.from_numpy(_FOLD_VOTES).to(dev), torch.from_numpy(_TIE_FOLDED).to(dev))
     return folded.cpu().numpy()
+
+
+class DeviceHdcEmbedder(HdcEmbedder):
+    """E9 computed on `device` (the registry's choice when the backbone runs on a GPU); the same vectors."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def embed_texts(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return list(np.packbits(folded_bits(texts, self.device), axis=1)) if texts else []
 
 
 def _majority(counts, votes, tie):  # torch tensors, as e09_hdc._majority on numpy arrays

@@ -111,8 +111,10 @@ class PipelinePool:
     def start(self) -> PipelinePool:
         """Start every worker and build its pipeline now (seconds each), so the first batch is not timed with it."""
         seen: set[int] = set()
-        while len(seen) < self.workers:  # a worker's build error surfaces here
+        for _ in range(20):  # rounds of one short task per worker until each has answered; a build error raises
             seen.update(self._executor.map(_started, [0.05] * self.workers))
+            if len(seen) == self.workers:
+                break
         return self
 
     def embed(self, items: Sequence[Draft]) -> list[Fingerprint]:

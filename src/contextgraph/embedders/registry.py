@@ -14,6 +14,7 @@ from contextgraph.embedders.e06_sparse import SparseEmbedder
 from contextgraph.embedders.e07_code import CodeEmbedder
 from contextgraph.embedders.e08_graph import GraphEmbedder
 from contextgraph.embedders.e09_hdc import HdcEmbedder
+from contextgraph.embedders.e09_hdc_torch import DeviceHdcEmbedder
 from contextgraph.embedders.e10_multimodal import MultimodalEmbedder
 from contextgraph.embedders.e11_entity import EntityEmbedder
 from contextgraph.embedders.e12_late_interaction import LateInteractionEmbedder
@@ -32,7 +33,7 @@ def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
         SparseEmbedder(),
         CodeEmbedder(backbone),
         GraphEmbedder(backbone),
-        HdcEmbedder(device=_cuda_device(backbone)),
+        _hdc(backbone),
         MultimodalEmbedder(backbone),
         EntityEmbedder(backbone),
         LateInteractionEmbedder(backbone),
@@ -40,7 +41,7 @@ def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
     )
 
 
-def _cuda_device(backbone: Backbone) -> str | None:
-    """The backbone's torch device when it is a GPU (embedders with a device path compute there), else None."""
+def _hdc(backbone: Backbone) -> Embedder[Any]:
+    """E9 on the backbone's GPU when it has one (the same bits, computed in torch), else in numpy."""
     device = str(getattr(backbone, "device", "cpu"))
-    return device if device.startswith("cuda") else None
+    return DeviceHdcEmbedder(device) if device.startswith("cuda") else HdcEmbedder()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 pytest.importorskip("torch")
 
 from contextgraph.embedders.e09_hdc import HdcEmbedder, fold, hypervectors
-from contextgraph.embedders.e09_hdc_torch import folded_bits
+from contextgraph.embedders.e09_hdc_torch import DeviceHdcEmbedder, folded_bits
 
 
 @settings(max_examples=60, deadline=None)
@@ -23,6 +23,6 @@ def test_torch_bits_equal_numpy_bits(texts, chunk):
 
 def test_embedder_on_a_device_packs_the_same_vectors():
     texts = ["The deploy failed because the migration locked the table.", "", "ab", "naïve café ☕ " * 40]
-    on_device = HdcEmbedder(device="cpu").embed_texts(texts)  # "cpu" stands in for the GPU's device string
+    on_device = DeviceHdcEmbedder("cpu").embed_texts(texts)  # "cpu" stands in for the GPU's device string
     on_host = HdcEmbedder().embed_texts(texts)
     assert all(np.array_equal(a, b) for a, b in zip(on_device, on_host, strict=True))

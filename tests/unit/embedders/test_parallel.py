@@ -54,3 +54,11 @@ def test_shards_cover_the_batch_in_order():
         assert [i for r in shards for i in r] == list(range(count))
         assert all(len(r) >= MIN_SHARD for r in shards[:-1])
         assert len(shards) <= max(1, 2 * pool.workers)
+
+
+def test_a_worker_that_cannot_load_its_model_fails_the_start(tmp_path, model_cache):
+    from concurrent.futures.process import BrokenProcessPool
+
+    spec = PipelineSpec(cache_dir=str(model_cache), model_dir=str(tmp_path), runtime="onnx")  # no model there
+    with PipelinePool(spec, 1) as pool, pytest.raises(BrokenProcessPool):
+        pool.start()
