@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from contextgraph.embedders import token_spans
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
@@ -58,11 +60,16 @@ class EntityEmbedder:
         """Each item's E11 vector and (with_triples) its relation triples, from one search for its entity
         mentions: the pipeline's vectors and triples come from the same pass over the text."""
         vectors, found = [], []
-        for item in items:
-            mentions = entities(item.text)
-            pooled = _SpanPool(item.encoded)
-            vectors.append(self._vector(item, pooled, mentions))
-            found.append(self._triples(pooled, mentions) if with_triples else [])
+        # one BLAS thread for the span products ([a few dozen spans, ~150 tokens] each): a multi-threaded
+        # OpenBLAS spent 2-3.5x the single-threaded time on them when the caller had not limited it (a bare
+        # pipeline, a benchmark) and another process was busy; the server limits it for the whole process.
+        # Through one cached controller: a fresh threadpool_limits inspects the loaded libraries (~0.3 ms)
+        with _blas().limit(limits=1, user_api="blas"):
+            for item in items:
+                mentions = entities(item.text)
+                pooled = _SpanPool(item.encoded)
+                vectors.append(self._vector(item, pooled, mentions))
+                found.append(self._triples(pooled, mentions) if with_triples else [])
         return vectors, found
 
     def _vector(self, item: MemoryInput, pooled: _SpanPool, mentions: list[Entity]) -> np.ndarray:
@@ -95,6 +102,11 @@ class EntityEmbedder:
         vectors = l2_normalize(means)
         return [Triple(head, relation, tail, vectors[2 * i], vectors[2 * i + 1])
                 for i, (head, relation, tail, _h, _t) in enumerate(placed) if covered[2 * i] and covered[2 * i + 1]]
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 class _SpanPool:
