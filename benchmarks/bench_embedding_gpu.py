@@ -102,8 +102,13 @@ def main() -> int:
     args = ap.parse_args()
 
     import torch
+    from threadpoolctl import threadpool_limits
 
+    from contextgraph.constitution import constitution
     from contextgraph.embedders.backbone import TorchBackbone, default_model_dir
+
+    # the server's BLAS limit (app.py: server.blas_threads), so the in-process pipeline runs as a server's does
+    threadpool_limits(limits=int(constitution().get("server.blas_threads")), user_api="blas")
     from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, build_pipeline
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
