@@ -2,13 +2,13 @@
 as `fold(hypervectors(texts))` in e09_hdc, bit for bit (integer XOR, sums and comparisons only), for the whole
 batch at once on the device.
 
-Why: on the host E9 is the largest embedder, ~0.9 ms a memory of 100-200 tokens (one gather-XOR-unpack-sum per
-run of trigrams per text, holding the GIL), 3.7 s of the 11 s a 4,096-memory batch took on an H100's host. On the
-device every trigram of the batch is bound, unpacked and added to its text's counts in a few large steps.
+Why: on an H100's host E9 was the largest embedder, ~0.9 ms a memory of 100-200 tokens (one gather-XOR-unpack-sum
+per run of trigrams per text, holding the GIL), 3.7 s of the 11 s a 4,096-memory batch took; on the device (0.4 s)
+every trigram of the batch is bound, unpacked and added to its text's counts in a few large steps.
 
 The letter table is e09_hdc's (`_letter`, made on the host and cached), uploaded once per batch ([U, 3, 1,250]
-bytes for U distinct characters); only the folded bits ([B, 1,024] bools) come back. Imported only when a
-pipeline is built for a CUDA backbone: importing torch costs seconds."""
+bytes for U distinct characters); only the folded bits ([B, 1,024] bools) come back. torch is imported on the
+first batch, never with this module: the registry imports it on every machine, and importing torch costs seconds."""
 
 from __future__ import annotations
 
