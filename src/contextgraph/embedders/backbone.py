@@ -8,6 +8,7 @@ sentence-transformers: those cost seconds to import and are only needed to expor
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -178,6 +179,9 @@ class TorchBackbone(_TokenizingBackbone):
         self._dtype = getattr(torch, name)
         self._pinned = on_gpu  # pinned pages let the copy to the device run without a driver-side staging copy
         self._staging = None  # the pinned upload buffer (torch.Tensor), made on the first CUDA forward
+        # one forward at a time writes the staging buffer and waits for its states (the server's forward limiter
+        # already serialises them; a pipeline shared by threads elsewhere must not race on the buffer)
+        self._forward_lock = threading.Lock()
         self.batch_size = batch_size or (GPU_BATCH_SIZE if on_gpu else BATCH_SIZE)
         self._model = AutoModel.from_pretrained(str(info.transformer_dir), dtype=self._dtype)
         self._model = self._model.to(self._device).eval()
@@ -201,16 +205,18 @@ class TorchBackbone(_TokenizingBackbone):
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         torch = self._torch
-        input_ids, attention_mask, token_type_ids = self._upload(ids, mask, types)
-        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if self._takes_token_types:
-            kwargs["token_type_ids"] = token_type_ids
-        with torch.inference_mode():
-            states = self._model(**kwargs).last_hidden_state
-        # bfloat16 has no numpy dtype: bring it back as float16 (same width, and the states fit its range)
-        if states.dtype == torch.bfloat16:
-            states = states.to(torch.float16)
-        return states.cpu().numpy().astype(np.float32, copy=False)
+        with self._forward_lock:
+            input_ids, attention_mask, token_type_ids = self._upload(ids, mask, types)
+            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if self._takes_token_types:
+                kwargs["token_type_ids"] = token_type_ids
+            with torch.inference_mode():
+                states = self._model(**kwargs).last_hidden_state
+            # bfloat16 has no numpy dtype: bring it back as float16 (same width, and the states fit its range)
+            if states.dtype == torch.bfloat16:
+                states = states.to(torch.float16)
+            states = states.cpu()  # synchronises: the staging buffer's upload is done
+        return states.numpy().astype(np.float32, copy=False)
 
 
 def load_backbone(
