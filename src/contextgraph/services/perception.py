@@ -11,6 +11,7 @@ it, up to `concurrency.read_threads` at once (`reads`). With `concurrency.parall
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,22 @@ from contextgraph.services.store_handle import StoreHandle
 from contextgraph.storage.base import NewTriple
 
 _log = get_logger("perception")
+_heap_settled = threading.Event()
+
+
+def _settle_heap() -> None:
+    """Once per process, after the first store and model are loaded: collect, then move every object alive now
+    (the imported libraries, the engine's state, the loaded indexes) into the collector's permanent generation,
+    so full collections stop walking them. Measured at 300K memories on this 2-core machine: 50 full collections
+    during 200 searches, up to 218 ms each, made search_graph's p95 263 ms against a 60 ms median; a full
+    collection of the loaded server's ~150K objects took ~80 ms, and 0 ms once frozen. Objects freed by their
+    reference count still are; only cycles made before this point are never collected (a first App of a test
+    run, at most: the freeze happens once)."""
+    if _heap_settled.is_set():
+        return
+    _heap_settled.set()
+    gc.collect()
+    gc.freeze()
 
 
 class Perception:
@@ -64,6 +81,7 @@ class Perception:
             self._pipeline = build_pipeline(self.settings)
             _log.info("embedding pipeline ready", seconds=round(time.perf_counter() - started, 2),
                       runtime=self._pipeline.backbone.runtime)
+            _settle_heap()
         except BaseException as exc:  # reported to every caller that waits for it
             self._error = exc
             _log.exception("embedding pipeline failed to load")
