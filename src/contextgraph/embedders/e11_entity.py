@@ -144,8 +144,8 @@ class _SpanPool:
         first, stop = token_spans.span_ranges(e.offsets, e.special, spans)
         tokens = np.arange(self._real.shape[0])
         inside = (tokens >= first[:, None]) & (tokens < stop[:, None])
-        weights = inside / np.maximum(stop - first, 1)[:, None].astype(np.float32)
-        return (weights.astype(np.float32) @ self._real).astype(np.float32, copy=False)
+        weights = inside / np.maximum(stop - first, 1).astype(np.float32)[:, None]  # float32 [spans, tokens]
+        return weights @ self._real
 
     def means(self, spans: list[tuple[int, int]]) -> np.ndarray:
         """The mean token states of the spans that some token overlaps, in span order."""
