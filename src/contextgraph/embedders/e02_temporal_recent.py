@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from contextgraph.embedders.axes import Axis, monotone
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import dot_scores, sinusoid_features
+from contextgraph.embedders.vectors import dot_scores, sinusoid_features, sinusoid_phases
 from contextgraph.fingerprint import SPACES, Kind
 
 SCALES_S = (3_600.0, 86_400.0, 604_800.0, 2_592_000.0)  # hour, day, week, 30-day month
@@ -35,6 +36,32 @@ def frequencies(seed: int = SEED) -> np.ndarray:
         u = (np.arange(k) + rng.random(k)) / k  # one point in each stratum of (0, 1)
         rows.append(np.tan(np.pi * u / 2) / tau)  # quantiles of the half-Cauchy with scale 1/τ
     return np.array(rows)
+
+
+_DECODE_STEPS = 8  # slowest frequencies walked by decode_times: each narrows the time to a fraction of its period
+
+
+def decode_times(vectors: np.ndarray) -> np.ndarray:
+    """float64 [n]: the timestamps that E2 vectors ([n, dim] or [dim]) were made from, read back from their phases
+    (the timeline index keeps these 8 bytes instead of the 512 floats). The slowest frequency's phase fixes the
+    time within its period (decades: see tests); each next-slowest one then fixes its own whole number of turns
+    from the estimate so far and sharpens it. Exact to a fraction of a second from float32 vectors."""
+    omega = frequencies().reshape(-1)
+    phases = np.atleast_2d(sinusoid_phases(vectors))
+    order = np.argsort(omega)[:_DECODE_STEPS]
+    t = phases[:, order[0]] / omega[order[0]]
+    for j in order[1:]:
+        turns = np.round((omega[j] * t - phases[:, j]) / (2.0 * np.pi))
+        t = (phases[:, j] + 2.0 * np.pi * turns) / omega[j]
+    return t + EPOCH_S
+
+
+def _recency(gap: np.ndarray) -> np.ndarray:
+    return -gap
+
+
+# E2's kernel falls with |Δt|, so ordering by −|Δt| finds its nearest (decode_times gives the one coordinate)
+AXES = (Axis(None, _recency, monotone(_recency)),)
 
 
 def exact_kernel(delta_s: np.ndarray) -> np.ndarray:

@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from contextgraph.embedders.axes import Axis, tabulated
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import cosine_scores, sinusoid_features
+from contextgraph.embedders.vectors import cosine_scores, sinusoid_features, sinusoid_phases
 from contextgraph.fingerprint import SPACES, Kind
 
 DAY_S = 86_400.0
@@ -64,6 +65,30 @@ def block_slices() -> dict[str, slice]:
         out[name] = slice(start, start + 2 * harmonics)
         start += 2 * harmonics
     return out
+
+
+def decode_phases(vectors: np.ndarray) -> np.ndarray:
+    """float64 [n, 3]: each cycle's phase θ in [0, 2π) read back from E3 vectors ([n, dim] or [dim]): the angle of
+    its first harmonic (k = 1, whose phase is θ itself). The timeline index keeps these instead of the vectors."""
+    v = np.atleast_2d(np.asarray(vectors))
+    return np.stack([sinusoid_phases(v[:, block][:, :2])[:, 0] for block in block_slices().values()],
+                    axis=1) % (2.0 * np.pi)
+
+
+_TABLE_STEPS = 4096  # kernel samples over a half cycle: ~10 s of a day apart, its finest harmonic's period 15 min
+
+
+def _cycle_axis(cycle: int) -> Axis:
+    """Cycle `cycle`'s share of the cosine as a function of the phase gap, Σₖ wₖ cos(kΔθ) / cycles, tabulated."""
+    _, harmonics, levels = CYCLES[cycle]
+    delta = np.linspace(0.0, np.pi, _TABLE_STEPS + 1)
+    values = np.cos(np.outer(delta, np.arange(1, harmonics + 1))) @ harmonic_weights(harmonics, levels) / len(CYCLES)
+    kernel, bound = tabulated(values, np.pi)
+    return Axis(2.0 * np.pi, kernel, bound)
+
+
+# the cosine is the sum of the three cycles' shares: closeness from decode_phases equals it to ~1e-3
+AXES = tuple(_cycle_axis(c) for c in range(len(CYCLES)))
 
 
 class TemporalPeriodicEmbedder:

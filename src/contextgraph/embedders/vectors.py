@@ -91,3 +91,10 @@ def sinusoid_features(phases: np.ndarray, amplitudes: np.ndarray) -> np.ndarray:
     out[..., 0::2] = np.cos(phases) * amplitudes
     out[..., 1::2] = np.sin(phases) * amplitudes
     return out.astype(np.float32)
+
+
+def sinusoid_phases(vectors: np.ndarray) -> np.ndarray:
+    """float64 [..., K]: the phases φₖ back from sinusoid_features' [..., 2K] output, wrapped to (−π, π]. The
+    amplitudes drop out, so a feature vector alone says where it was taken (the timeline index's coordinates)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    return np.arctan2(v[..., 1::2], v[..., 0::2])

@@ -1,9 +1,15 @@
 """One index per searchable space, kept in step with the store through its operation log.
 
-    E1 E2 E3 E4 E5 E7 E8 E10 E11   DenseIndex (hnswlib); cosine, except E2 whose measure is the dot product
-    E6 E13                         SparseIndex (inverted, BM25 at query time)
-    E9                             BinaryIndex (exact Hamming)
-    E12                            none: its token vectors stay in the store, fetched per candidate for rerank
+    E1 E5 E7 E11     DenseIndex (hnswlib, cosine)
+    E2 E3 E4         TimelineIndex: the time or positions each vector encodes; candidates by nearness in them
+    E8 E10           BorrowedIndex: candidates from E1's graph (both spaces rank like E1)
+    E6 E13           SparseIndex (inverted, BM25 at query time)
+    E9               BinaryIndex (exact Hamming)
+    E12              none: its token vectors stay in the store, fetched per candidate for rerank
+
+A derived space (storage.derived_index) keeps no vectors: its candidates, a pool of max(64, 4k), are re-scored on
+their stored vectors with the space's measure (cosine; E2's is the dot product), which is why searching one needs
+the store. That is what lets a million memories fit in memory (benchmarks/README, issue 19.5).
 
 The indexes are caches: `rebuild` makes them from the store, `catch_up` applies the oplog entries after
 `applied_seq` (another process's writes included), `save`/`load` spare a rebuild at start-up. Mutation takes
@@ -32,30 +38,30 @@ from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
 from contextgraph.storage.base import MemoryStore, OplogEntry
 from contextgraph.storage.binary_index import BinaryIndex
+from contextgraph.storage.derived_index import BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
+from contextgraph.storage.index_files import (
+    DERIVED_METRIC,
+    FILES,
+    INDEXED_SPACES,
+    MANIFEST_VERSION,
+    SPARSE_SPACES,
+    Index,
+    kind_of,
+    load_entry,
+    read_manifest,
+    saved_set_problems,
+)
 from contextgraph.storage.locks import RWLock
 from contextgraph.storage.sparse_index import SparseIndex
 
-DENSE_METRIC = {1: "cosine", 2: "ip", 3: "cosine", 4: "cosine", 5: "cosine", 7: "cosine", 8: "cosine",
-                10: "cosine", 11: "cosine"}
-SPARSE_SPACES = (6, 13)
-BINARY_SPACES = (9,)
-INDEXED_SPACES = tuple(sorted((*DENSE_METRIC, *SPARSE_SPACES, *BINARY_SPACES)))
-MANIFEST_VERSION = 1
-_FILES = {"dense": "e{:02d}.hnsw", "sparse": "e{:02d}.sparse.npz", "binary": "e{:02d}.binary.npz"}
-_BATCH = 512  # oplog entries (and fingerprints) per catch-up round; rebuild adds this many per index call
+__all__ = ["INDEXED_SPACES", "IndexSet", "saved_set_problems"]  # what callers import from here
 
-Index = DenseIndex | SparseIndex | BinaryIndex
+_BATCH = 512  # oplog entries (and fingerprints) per catch-up round; rebuild adds this many per index call
+_POOL_MIN, _POOL_FACTOR = 64, 4  # a derived space re-scores max(64, 4k) candidates for its k nearest
+
 Progress = Callable[[int, int], None]  # (memories done, total)
 _log = get_logger("storage")
-
-
-class UnreadableIndex(Exception):
-    """A saved index file that does not load as what the manifest says it is (truncated, overwritten, ...)."""
-
-
-def _kind(space: int) -> str:
-    return "dense" if space in DENSE_METRIC else "sparse" if space in SPARSE_SPACES else "binary"
 
 
 class IndexSet:
@@ -86,7 +92,7 @@ class IndexSet:
                **bm25: float) -> list[tuple[int, float]]:
         """(seq, score) best first; score is the space's similarity (cosine, dot, BM25, 1 − normalised Hamming).
         An index with nothing in it yet answers []. `max_df` and `bm25` (k1, b; sparse spaces only): see
-        SparseIndex.search."""
+        SparseIndex.search. A derived space (E2-E4, E8, E10) needs the set's store for its vectors."""
         return self.search_many({space: query}, k, max_df, **bm25)[space]
 
     def search_many(self, queries: Mapping[int, Vector], k: int, max_df: float = 1.0,
@@ -101,9 +107,38 @@ class IndexSet:
         with self._lock.read():
             for space, query in queries.items():
                 index = self._indexes.get(space)
-                out[space] = ([] if index is None else index.search(sparse(query), k, max_df, **bm25)
-                              if isinstance(index, SparseIndex) else index.search(dense(query), k))
+                if index is None:
+                    out[space] = []
+                elif isinstance(index, SparseIndex):
+                    out[space] = index.search(sparse(query), k, max_df, **bm25)
+                elif isinstance(index, TimelineIndex | BorrowedIndex):
+                    out[space] = self._search_derived(index, dense(query), k)
+                else:
+                    out[space] = index.search(dense(query), k)
         return out
+
+    def _search_derived(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray,
+                        k: int) -> list[tuple[int, float]]:
+        """A derived space's k nearest: its pool, re-scored on the pool's stored vectors (ties by seq)."""
+        size = max(_POOL_MIN, _POOL_FACTOR * k)
+        if isinstance(index, TimelineIndex):
+            pool = index.pool(query, size)
+        else:
+            leader = self._indexes.get(index.leader)
+            pool = ([] if not isinstance(leader, DenseIndex) else
+                    [seq for seq, _ in leader.search(query[: leader.dim], size) if index.holds(seq)])
+        if not pool or k <= 0:
+            return []
+        found = self._source(None).fingerprint_columns(pool, [index.space])
+        if not len(found):
+            return []
+        vectors = np.asarray(found[index.space], dtype=np.float64)
+        scores = vectors @ np.asarray(query, dtype=np.float64)
+        if DERIVED_METRIC[index.space] == "cosine":
+            scores /= np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(query), 1e-12)
+        seqs = np.asarray(found.seqs, dtype=np.int64)
+        best = np.lexsort((seqs, -scores))[:k]
+        return list(zip(seqs[best].tolist(), scores[best].tolist()))
 
     def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], **bm25: float) -> np.ndarray:
         """float64 [len(docs)] BM25 scores of given documents, with this space's index statistics (df, avgdl)."""
@@ -221,13 +256,16 @@ class IndexSet:
             index.add(seqs, matrix)
 
     def _new_index(self, space: int, first: Vector, capacity: int) -> Index:
-        kind = _kind(space)
+        kind = kind_of(space)
         if kind == "sparse":
             return SparseIndex()
+        if kind in ("timeline", "borrowed"):
+            dim = self._dims.get(space, int(dense(first).shape[0]))
+            return TimelineIndex(space, dim) if kind == "timeline" else BorrowedIndex(space, dim)
         if kind == "binary":
             return BinaryIndex(self._dims.get(space, int(dense(first).shape[0]) * 8), capacity=capacity)
         dim = self._dims.get(space, int(dense(first).shape[0]))
-        return DenseIndex(dim, DENSE_METRIC[space], capacity=max(capacity, 1024), **self._params)
+        return DenseIndex(dim, "cosine", capacity=max(capacity, 1024), **self._params)
 
     # --- whole-set operations ----------------------------------------------------------------------------------
 
@@ -266,9 +304,9 @@ class IndexSet:
             with self._lock.read():  # no mutation while writing: the files and applied_seq agree
                 spaces = {}
                 for space, index in sorted(self._indexes.items()):
-                    name = _FILES[_kind(space)].format(space)
+                    name = FILES[kind_of(space)].format(space)
                     index.save(tmp / name)
-                    spaces[str(space)] = {"kind": _kind(space), "file": name, "size": len(index)}
+                    spaces[str(space)] = {"kind": kind_of(space), "file": name, "size": len(index)}
                 manifest = {"version": MANIFEST_VERSION, "store_id": self.store_id, "applied_seq": self.applied_seq,
                             "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -303,10 +341,10 @@ class IndexSet:
             if attempt:
                 time.sleep(0.05)  # back off: a concurrent save's rename window is short
             try:
-                manifest = _read_manifest(directory)
+                manifest = read_manifest(directory)
                 if manifest.get("version") != MANIFEST_VERSION:
                     return None
-                indexes = {int(space): _load_entry(directory, entry, ef_search)
+                indexes = {int(space): load_entry(directory, entry, ef_search)
                            for space, entry in manifest["spaces"].items()}
                 break
             except FileNotFoundError as exc:
@@ -350,69 +388,6 @@ class IndexSet:
         fresh.rebuild(store, progress)
         fresh.save(directory)
         return fresh
-
-
-def _read_manifest(directory: Path) -> dict:
-    text = (directory / "manifest.json").read_text()  # FileNotFoundError passes: load() tells the cases apart
-    try:
-        manifest = json.loads(text)
-    except ValueError as exc:
-        raise UnreadableIndex(f"manifest.json: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(manifest, dict):
-        raise UnreadableIndex("manifest.json: not a JSON object")
-    return manifest
-
-
-def _load_entry(directory: Path, entry: dict, ef_search: int | None) -> Index:
-    """One manifest entry's index, loaded and checked against the entry; UnreadableIndex names the file."""
-    path = directory / entry["file"]
-    try:
-        index = _load_index(path, entry["kind"], ef_search)
-    except FileNotFoundError:
-        raise  # load() tells a set being replaced from a missing file
-    except Exception as exc:  # whichever way the loader failed, the file is what is wrong
-        raise UnreadableIndex(f"{path.name}: {type(exc).__name__}: {exc}") from exc
-    if len(index) != entry["size"]:  # parsed, but not the index that was saved
-        raise UnreadableIndex(f"{path.name}: holds {len(index)} entries, the manifest says {entry['size']}")
-    return index
-
-
-def _load_index(path: Path, kind: str, ef_search: int | None) -> Index:
-    if kind == "dense":
-        return DenseIndex.load(path, ef_search)
-    if kind == "sparse":
-        return SparseIndex.load(path)
-    if kind == "binary":
-        return BinaryIndex.load(path)
-    raise ValueError(f"unknown index kind {kind!r}")
-
-
-def saved_set_problems(directory: Path | str, store: MemoryStore | None = None) -> list[str]:
-    """What keeps the saved set in `directory` from loading ([] when it would load, or there is none), one
-    index in memory at a time; reads only (`contextgraph doctor`). A set being replaced by a running save
-    right now may show a transient problem."""
-    directory = Path(directory)
-    if not directory.exists():
-        return []
-    try:
-        manifest = _read_manifest(directory)
-        if manifest.get("version") != MANIFEST_VERSION:
-            return [f"manifest version {manifest.get('version')!r}, this version reads {MANIFEST_VERSION}"]
-        entries = list(manifest["spaces"].values())
-    except Exception as exc:  # reported, like every other way a saved set can be broken
-        return [str(exc) if isinstance(exc, UnreadableIndex) else f"manifest.json: {type(exc).__name__}: {exc}"]
-    problems = []
-    for entry in entries:
-        try:
-            _load_entry(directory, entry, None)
-        except Exception as exc:
-            problems.append(str(exc) if isinstance(exc, UnreadableIndex) else f"{type(exc).__name__}: {exc}")
-    if store is not None and manifest.get("store_id") != getattr(store, "store_id", None):
-        problems.append("the saved indexes belong to another store")
-    elif store is not None and manifest.get("applied_seq", 0) > store.last_seq():
-        problems.append(f"the saved indexes are ahead of the store (seq {manifest['applied_seq']} > "
-                        f"{store.last_seq()})")
-    return problems
 
 
 def _batches(scan: Iterable, upto: int) -> Iterable[tuple[list[int], list[Fingerprint]]]:

@@ -7,6 +7,9 @@ import uuid
 
 import numpy as np
 
+from contextgraph.embedders.e02_temporal_recent import TemporalRecentEmbedder
+from contextgraph.embedders.e03_temporal_periodic import TemporalPeriodicEmbedder
+from contextgraph.embedders.e04_temporal_positional import TemporalPositionalEmbedder
 from contextgraph.fingerprint import Sparse
 from contextgraph.storage.base import MemoryRecord
 
@@ -23,7 +26,18 @@ def sparse(rng: np.random.Generator, dim: int, nnz: int) -> Sparse:
 
 
 def fingerprint(rng: np.random.Generator, tokens: int = 40, e6_nnz: int = 200, e13_nnz: int = 60) -> dict:
+    """Random where the space is free; where the storage relies on how a space is made, made that way: E2-E4
+    from a random time and positions (the timeline index reads them back), E8 and E10 near E1 (E1's graph
+    proposes their candidates; E10 with the text one-hot, the modality record() gives)."""
     fp = {space: rng.standard_normal(dim).astype(np.float32) for space, dim in DENSE_DIMS.items()}
+    when = 1_700_000_000.0 + rng.uniform(0.0, 3e7)
+    fp[2] = TemporalRecentEmbedder().embed_times(np.array([when]))[0]
+    fp[3] = TemporalPeriodicEmbedder().embed_time(when)
+    fp[4] = TemporalPositionalEmbedder().embed_positions(rng.integers(0, 500, 1), rng.integers(0, 100_000, 1))[0]
+    fp[8] = (fp[1] + 0.3 * rng.standard_normal(DENSE_DIMS[8])).astype(np.float32)
+    modality = np.zeros(DENSE_DIMS[10] - DENSE_DIMS[1], dtype=np.float32)
+    modality[0] = 0.5 * np.linalg.norm(fp[1])  # "text", as record() says
+    fp[10] = np.concatenate([fp[1], modality])
     fp[6] = sparse(rng, SPARSE_DIMS[6], e6_nnz)
     fp[13] = sparse(rng, SPARSE_DIMS[13], e13_nnz)
     fp[9] = rng.integers(0, 256, size=E9_BYTES, dtype=np.uint8)

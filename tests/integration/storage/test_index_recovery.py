@@ -19,7 +19,7 @@ from contextgraph.storage.sparse_index import SparseIndex
 N = 30
 # the files of issue 12.4, and the siblings a dense index needs; every kind of index and the manifest
 DAMAGED = ["e13.sparse.npz", "e06.sparse.npz", "e09.binary.npz", "e01.hnsw", "e05.hnsw.state.npy",
-           "e02.hnsw.meta.json", "manifest.json"]
+           "e07.hnsw.meta.json", "e03.timeline.npz", "e10.borrowed.npz", "manifest.json"]
 
 
 @pytest.fixture

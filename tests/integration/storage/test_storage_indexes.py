@@ -227,8 +227,9 @@ def _answers(indexes: IndexSet, queries) -> dict:
 
 def test_rebuild_equals_incremental(tmp_path):
     rng = np.random.default_rng(8)
+    # ef_search 200: both graphs search ~all 270 live memories, so a difference is bookkeeping, not HNSW's recall
     with LmdbStore(tmp_path / "db") as store:
-        incremental = IndexSet(store)
+        incremental = IndexSet(store, ef_search=200)
         stored = []
         for _ in range(6):
             stored += _fill(store, rng, 50)
@@ -240,7 +241,7 @@ def test_rebuild_equals_incremental(tmp_path):
         store.delete(direct.id)
         incremental.catch_up()
         calls = []
-        rebuilt = IndexSet(store)
+        rebuilt = IndexSet(store, ef_search=200)
         rebuilt.rebuild(progress=lambda done, total: calls.append((done, total)))
         assert calls[0] == (0, store.count()) and calls[-1] == (store.count(), store.count())
         assert rebuilt.applied_seq == incremental.applied_seq == store.last_seq()
@@ -413,3 +414,35 @@ def test_apply_after_catch_up_passed_a_deleted_memory_does_not_resurrect_it(tmp_
         indexes.catch_up()
         indexes.apply(mine.seq, fp)
         assert indexes.sizes() == {s: 1 for s in INDEXED_SPACES}
+
+
+def test_derived_spaces_answer_the_exact_nearest_from_their_pools(tmp_path):
+    """E2-E4, E8 and E10 keep no vectors (issue 19.5): their k nearest come from a pool (timeline coordinates,
+    E1's graph) re-scored on the stored vectors, and equal a brute-force search over the live store, saved and
+    loaded or not."""
+    rng = np.random.default_rng(21)
+    with LmdbStore(tmp_path / "db") as store:
+        stored = _fill(store, rng, 400, tokens=1)
+        for r in stored[::7]:
+            store.delete(r.id)
+        indexes = IndexSet(store)
+        indexes.catch_up()
+        indexes.save(tmp_path / "idx")
+        loaded = IndexSet.load(tmp_path / "idx", store)
+        assert loaded is not None
+        assert {p.name for p in (tmp_path / "idx").glob("e0[2348]*")} == {
+            "e02.timeline.npz", "e03.timeline.npz", "e04.timeline.npz", "e08.borrowed.npz"}
+        live = [r.seq for r in stored if store.get_by_seq([r.seq])[0] is not None]
+        fps = dict(zip(live, store.fingerprints(live)))
+        for space in (2, 3, 4, 8, 10):
+            matrix = np.stack([fps[s][space] for s in live]).astype(np.float64)
+            for probe in rng.choice(live, 12, replace=False).tolist():
+                q = fps[probe][space].astype(np.float64)
+                exact = matrix @ q
+                if space != 2:
+                    exact /= np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
+                want = [live[i] for i in np.argsort(-exact, kind="stable")[:10]]
+                for ix in (indexes, loaded):
+                    got = ix.search(space, fps[probe][space], 10)
+                    assert [s for s, _ in got] == want, space
+                    assert [sc for _, sc in got] == pytest.approx(sorted(exact, reverse=True)[:10], abs=1e-5)

@@ -1,0 +1,231 @@
+"""Indexes for the dense spaces that need no graph of their own (issue 19.5): a graph holds every vector in
+float32 plus its links, ~2.4 KB a memory for a 512-d time space, and five of the nine dense spaces can find
+their candidates without one.
+
+    E2 E3 E4   TimelineIndex: what each vector encodes (E2 its time, E3 its phases in the day, week and year,
+               E4 its session and global positions: 8-24 bytes), read back from the vector by its embedder,
+               and the embedder's `closeness` to rank every memory against the query's coordinates
+    E8 E10     BorrowedIndex: E1's graph proposes the candidates. E8 is E1 mixed with its graph neighbours and
+               E10 is E1 with a modality one-hot appended, so both rank like E1 (bench_derived_spaces.py:
+               recall@10 from E1's top 50, 1.000 and 0.998); it keeps only which memories it holds
+
+Both only propose a pool; IndexSet re-scores the pool on the stored vectors with the space's own measure, so the
+scores are the exact ones, and so is the order whenever the space's true nearest are in the pool.
+
+Labels are memory seqs and per-seq state sits in arrays indexed by seq (no per-memory Python objects). A cache,
+rebuildable from the store. Not thread-safe for mutation: IndexSet serialises mutation against searches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from contextgraph.embedders import e02_temporal_recent, e03_temporal_periodic, e04_temporal_positional
+from contextgraph.embedders.axes import Axis, closeness
+
+
+class Timeline(NamedTuple):
+    decode: Callable[[np.ndarray], np.ndarray]  # vectors [n, dim] → coordinates float64 [n, axes] (or [n])
+    axes: tuple[Axis, ...]  # closeness = Σ over the axes of kernel(gap): embedders.axes
+
+
+TIMELINES: dict[int, Timeline] = {
+    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.AXES),
+    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.AXES),
+    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES),
+}
+BORROWED: dict[int, int] = {8: 1, 10: 1}  # space → the space whose graph proposes its candidates
+
+
+_MAX_DEPTH = 16  # a timeline query's windows stop widening at this many pool sizes each way (TimelineIndex)
+
+
+def _grown(array: np.ndarray, top: int) -> np.ndarray:
+    """`array` (indexed by seq on its first axis) with room for seq top − 1."""
+    if top <= len(array):
+        return array
+    out = np.zeros((max(top, 2 * len(array)), *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+class _Membership:
+    """Which seqs an index holds, one byte a seq, and the vectors' width (checked on add like a graph's)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._live = np.zeros(1024, dtype=bool)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _check(self, seqs: Sequence[int], matrix: np.ndarray) -> np.ndarray:
+        labels = np.asarray(seqs, dtype=np.int64)
+        if matrix.ndim != 2 or matrix.shape != (len(labels), self.dim):
+            raise ValueError(f"vectors have shape {matrix.shape}, index wants ({len(labels)}, {self.dim})")
+        return labels
+
+    def _mark(self, labels: np.ndarray) -> None:
+        self._live = _grown(self._live, int(labels.max()) + 1)
+        self._n += int(np.count_nonzero(~self._live[labels]))
+        self._live[labels] = True
+
+    def holds(self, seq: int) -> bool:
+        return seq < len(self._live) and bool(self._live[seq])
+
+    def remove(self, seq: int) -> None:
+        if self.holds(seq):
+            self._live[seq] = False
+            self._n -= 1
+
+    def seqs(self) -> np.ndarray:
+        return np.flatnonzero(self._live)
+
+
+class BorrowedIndex(_Membership):
+    """E8, E10: answered through another space's graph (BORROWED); holds only membership."""
+
+    def __init__(self, space: int, dim: int) -> None:
+        super().__init__(dim)
+        self.space = space
+        self.leader = BORROWED[space]
+
+    def add(self, seqs: Sequence[int], matrix: np.ndarray) -> None:
+        labels = self._check(seqs, matrix)
+        if len(labels):
+            self._mark(labels)
+
+    def save(self, path: Path | str) -> None:
+        with open(path, "wb") as f:
+            np.savez(f, space=np.int64(self.space), dim=np.int64(self.dim), seqs=self.seqs())
+
+    @classmethod
+    def load(cls, path: Path | str) -> BorrowedIndex:
+        with np.load(path) as data:
+            self = cls(int(data["space"]), int(data["dim"]))
+            seqs = data["seqs"].astype(np.int64)
+        if len(seqs):
+            self._mark(seqs)
+        return self
+
+
+class TimelineIndex(_Membership):
+    """E2, E3, E4: each memory's coordinates, decoded from its vector, and each axis's coordinates kept sorted.
+
+    A query walks every axis outward from its own coordinate, a window of `depth` entries each way, and scores
+    what the windows hold (and whatever was added since the last sort) by closeness. Anything outside every
+    window is at least as far as the window's edge on each axis, so Σ bound(edge gap) caps its closeness (Fagin's
+    threshold algorithm); once the pool's worst is at or above that cap the pool is exact, else the windows
+    widen, up to _MAX_DEPTH pool sizes each way: past that the pool is the best of what the windows hold (E3
+    in a dense year of memories, where all three phases must match; at 1M memories, 20 queries, the exact
+    top 10 were all in it). The sort is redone, on the next query, once the unsorted tail passes 1/64 of it."""
+
+    def __init__(self, space: int, dim: int) -> None:
+        super().__init__(dim)
+        self.space = space
+        self._timeline = TIMELINES[space]
+        self._coords = np.zeros((1024, len(self._timeline.axes)), dtype=np.float64)  # by seq
+        self._sorted: list[tuple[np.ndarray, np.ndarray]] | None = None  # per axis: (coordinates, seqs)
+        self._tail: list[int] = []  # seqs added since the sort
+        self._sorting = threading.Lock()  # queries run concurrently (IndexSet's read side) and may re-sort
+
+    def _coordinates(self, matrix: np.ndarray) -> np.ndarray:
+        coords = np.asarray(self._timeline.decode(matrix), dtype=np.float64)
+        return coords.reshape(len(matrix), -1)
+
+    def add(self, seqs: Sequence[int], matrix: np.ndarray) -> None:
+        labels = self._check(seqs, matrix)
+        if not len(labels):
+            return
+        coords = self._coordinates(matrix)
+        top = int(labels.max()) + 1
+        self._coords = _grown(self._coords, top)
+        held = _grown(self._live, top)[labels]
+        if np.any(self._coords[labels[held]] != coords[held]):
+            self._sorted = None  # a memory moved: its sorted entries are stale
+        self._coords[labels] = coords
+        self._tail.extend(labels.tolist())
+        self._mark(labels)
+
+    def _view(self) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+        """The sorted axes and the unsorted tail, re-sorting first when the tail has grown too long."""
+        with self._sorting:
+            if self._sorted is None or len(self._tail) > max(256, self._n // 64):
+                seqs = self.seqs()
+                self._sorted = []
+                for a in range(self._coords.shape[1]):
+                    order = np.argsort(self._coords[seqs, a], kind="stable")
+                    self._sorted.append((self._coords[seqs[order], a], seqs[order]))
+                self._tail = []
+            return self._sorted, np.asarray(self._tail, dtype=np.int64)
+
+    def pool(self, query: np.ndarray, size: int) -> list[int]:
+        """The `size` memories nearest the query by closeness, nearest first (ties by seq)."""
+        size = min(size, self._n)
+        if size <= 0:
+            return []
+        axes = self._timeline.axes
+        q = self._coordinates(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
+        sorted_axes, tail = self._view()
+        depth = size
+        while True:
+            parts, cap = [tail], 0.0
+            for (values, seqs), axis, x in zip(sorted_axes, axes, q):
+                window = _window(values, float(x), depth, axis.period)
+                if window is None:  # this axis's window holds everything: score every memory
+                    parts, cap = [self.seqs()], -np.inf
+                    break
+                rows, edge = window
+                parts.append(seqs[rows])
+                cap += axis.bound(edge)
+            found = np.unique(np.concatenate(parts))
+            found = found[self._live[found]]
+            near = closeness(q, self._coords[found], axes)
+            enough = len(found) >= size
+            if enough and (depth >= _MAX_DEPTH * size
+                           or np.partition(near, len(near) - size)[len(near) - size] >= cap):
+                best = np.lexsort((found, -near))[:size]
+                return found[best].tolist()
+            depth *= 4
+
+    def save(self, path: Path | str) -> None:
+        seqs = self.seqs()
+        with open(path, "wb") as f:
+            np.savez(f, space=np.int64(self.space), dim=np.int64(self.dim), seqs=seqs, coords=self._coords[seqs])
+
+    @classmethod
+    def load(cls, path: Path | str) -> TimelineIndex:
+        with np.load(path) as data:
+            self = cls(int(data["space"]), int(data["dim"]))
+            seqs, coords = data["seqs"].astype(np.int64), data["coords"]
+        if coords.ndim != 2 or coords.shape != (len(seqs), self._coords.shape[1]):
+            raise ValueError(f"timeline index: {coords.shape} coordinates for {len(seqs)} seqs")
+        if len(seqs):
+            self._coords = _grown(self._coords, int(seqs.max()) + 1)
+            self._coords[seqs] = coords
+            self._mark(seqs)
+            self._tail = seqs.tolist()
+        return self
+
+
+def _window(values: np.ndarray, x: float, depth: int, period: float | None) -> tuple[np.ndarray, float] | None:
+    """The rows of sorted `values` within `depth` places of where x falls, and the gap from x to the nearest
+    value outside them; None when they would hold every row. A circular axis (period) wraps around."""
+    m = len(values)
+    if 2 * depth >= m:
+        return None
+    at = int(np.searchsorted(values, x))
+    if period is not None:
+        rows = np.arange(at - depth, at + depth) % m
+        left, right = values[(at - depth - 1) % m], values[(at + depth) % m]
+        gap = np.abs(np.array([left, right]) - x) % period
+        return rows, float(np.minimum(gap, period - gap).min())
+    lo, hi = max(at - depth, 0), min(at + depth, m)
+    edges = ([x - values[lo - 1]] if lo > 0 else []) + ([values[hi] - x] if hi < m else [])
+    return np.arange(lo, hi), float(min(edges))

@@ -1,0 +1,97 @@
+"""The timeline index (E2-E4 without their vectors): its pools against a brute-force closeness over every
+memory, through adds, removes, re-sorts and a save/load; and the borrowed index's bookkeeping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextgraph.embedders import e02_temporal_recent as e2
+from contextgraph.embedders import e03_temporal_periodic as e3
+from contextgraph.embedders import e04_temporal_positional as e4
+from contextgraph.embedders.axes import closeness
+from contextgraph.storage.derived_index import BorrowedIndex, TimelineIndex
+
+NOW = 1_764_000_000.0
+
+
+def _vectors(space: int, rng: np.random.Generator, n: int, spread_s: float) -> np.ndarray:
+    times = NOW - rng.uniform(0, spread_s, n)
+    if space == 2:
+        return e2.TemporalRecentEmbedder().embed_times(times)
+    if space == 3:
+        emb = e3.TemporalPeriodicEmbedder()
+        return np.stack([emb.embed_time(t) for t in times])
+    return e4.TemporalPositionalEmbedder().embed_positions(rng.integers(0, 40, n), rng.integers(0, 20_000, n))
+
+
+def _brute(index: TimelineIndex, query: np.ndarray, size: int) -> list[int]:
+    """The pool by definition: every live memory ranked by closeness, ties by seq."""
+    seqs = index.seqs()
+    axes = index._timeline.axes
+    q = index._coordinates(query.reshape(1, -1))[0]
+    near = closeness(q, index._coords[seqs], axes)
+    return seqs[np.lexsort((seqs, -near))][:size].tolist()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([2, 4]), st.integers(0, 2**32 - 1), st.integers(1, 120))
+def test_e2_e4_pools_are_the_exact_nearest_through_adds_and_removes(space, seed, size):
+    rng = np.random.default_rng(seed)
+    index = TimelineIndex(space, 512)
+    vectors = _vectors(space, rng, 1_500, 3e7)
+    index.add(range(1, 1_001), vectors[:1_000])
+    index.pool(vectors[0], size)  # sorts
+    index.add(range(1_001, 1_501), vectors[1_000:])  # an unsorted tail
+    for seq in rng.choice(np.arange(1, 1_501), 200, replace=False).tolist():
+        index.remove(seq)
+    assert len(index) == 1_300
+    for q in rng.choice(len(vectors), 5, replace=False):
+        assert index.pool(vectors[q], size) == _brute(index, vectors[q], size)
+
+
+def test_e3_pool_holds_the_exact_top_ten_in_a_dense_year():
+    rng = np.random.default_rng(3)
+    vectors = _vectors(3, rng, 40_000, 3.15e7)
+    index = TimelineIndex(3, 512)
+    index.add(range(1, len(vectors) + 1), vectors)
+    recall = [len(set(_brute(index, vectors[q], 10)) & set(index.pool(vectors[q], 64))) / 10
+              for q in rng.choice(len(vectors), 30, replace=False)]
+    assert np.mean(recall) >= 0.98
+
+
+def test_a_moved_memory_is_found_where_it_now_is_and_save_load_keeps_the_pools(tmp_path):
+    rng = np.random.default_rng(4)
+    vectors = _vectors(2, rng, 500, 1e6)
+    index = TimelineIndex(2, 512)
+    index.add(range(1, 501), vectors)
+    far = e2.TemporalRecentEmbedder().embed_times(np.array([NOW + 5e7]))
+    assert index.pool(far[0], 1) != [7]
+    index.add([7], far)  # re-added at another time: the sorted axes are stale and must be redone
+    assert index.pool(far[0], 1) == [7]
+    index.save(tmp_path / "e02.timeline.npz")
+    loaded = TimelineIndex.load(tmp_path / "e02.timeline.npz")
+    assert len(loaded) == len(index) == 500
+    for q in (0, 100, 499):
+        assert loaded.pool(vectors[q], 30) == index.pool(vectors[q], 30)
+
+
+def test_a_vector_of_the_wrong_width_is_refused():
+    with pytest.raises(ValueError, match="512"):
+        TimelineIndex(2, 512).add([1], np.zeros((1, 384), np.float32))
+    with pytest.raises(ValueError, match="390"):
+        BorrowedIndex(10, 390).add([1], np.zeros((1, 384), np.float32))
+
+
+def test_borrowed_index_holds_membership_only(tmp_path):
+    index = BorrowedIndex(8, 384)
+    index.add([3, 5, 9], np.zeros((3, 384), np.float32))
+    index.add([5], np.zeros((1, 384), np.float32))  # again: still one entry
+    index.remove(3)
+    index.remove(4)  # never held: nothing happens
+    assert len(index) == 2 and index.holds(5) and not index.holds(3)
+    index.save(tmp_path / "e08.borrowed.npz")
+    loaded = BorrowedIndex.load(tmp_path / "e08.borrowed.npz")
+    assert loaded.seqs().tolist() == [5, 9] and loaded.leader == 1
