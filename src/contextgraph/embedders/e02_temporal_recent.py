@@ -38,6 +38,7 @@ def frequencies(seed: int = SEED) -> np.ndarray:
     return np.array(rows)
 
 
+_OMEGA = frequencies().reshape(-1)  # [S·K], scale-major, as the embedder lays them out
 _DECODE_STEPS = 8  # slowest frequencies walked by decode_times: each narrows the time to a fraction of its period
 
 
@@ -46,7 +47,7 @@ def decode_times(vectors: np.ndarray) -> np.ndarray:
     (the timeline index keeps these 8 bytes instead of the 512 floats). The slowest frequency's phase fixes the
     time within its period (decades: see tests); each next-slowest one then fixes its own whole number of turns
     from the estimate so far and sharpens it. Exact to a fraction of a second from float32 vectors."""
-    omega = frequencies().reshape(-1)
+    omega = _OMEGA
     phases = np.atleast_2d(sinusoid_phases(vectors))
     order = np.argsort(omega)[:_DECODE_STEPS]
     t = phases[:, order[0]] / omega[order[0]]
@@ -81,7 +82,7 @@ class TemporalRecentEmbedder:
     )
 
     def __init__(self) -> None:
-        self._omega = frequencies().reshape(-1)  # [S·K], scale-major
+        self._omega = _OMEGA
         # Each block's dot is a mean over its K frequencies (1/K), and the blocks are averaged (1/S).
         self._amplitude = np.full(self._omega.shape, np.sqrt(1.0 / self._omega.size))
 

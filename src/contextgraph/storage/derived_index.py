@@ -150,7 +150,8 @@ class TimelineIndex(_Membership):
         if np.any(self._coords[labels[held]] != coords[held]):
             self._sorted = None  # a memory moved: its sorted entries are stale
         self._coords[labels] = coords
-        self._tail.extend(labels.tolist())
+        if self._sorted is not None:  # else the next query sorts everything anyway
+            self._tail.extend(labels.tolist())
         self._mark(labels)
 
     def _view(self) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
@@ -210,7 +211,6 @@ class TimelineIndex(_Membership):
             self._coords = _grown(self._coords, int(seqs.max()) + 1)
             self._coords[seqs] = coords
             self._mark(seqs)
-            self._tail = seqs.tolist()
         return self
 
 

@@ -105,6 +105,7 @@ class IndexSet:
             self.catch_up()
         out: dict[int, list[tuple[int, float]]] = {}
         with self._lock.read():
+            pools: dict[int, list[int]] = {}
             for space, query in queries.items():
                 index = self._indexes.get(space)
                 if index is None:
@@ -112,33 +113,46 @@ class IndexSet:
                 elif isinstance(index, SparseIndex):
                     out[space] = index.search(sparse(query), k, max_df, **bm25)
                 elif isinstance(index, TimelineIndex | BorrowedIndex):
-                    out[space] = self._search_derived(index, dense(query), k)
+                    pools[space] = self._pool(index, dense(query), k)
                 else:
                     out[space] = index.search(dense(query), k)
+            if pools:
+                out.update(self._rescore({space: dense(queries[space]) for space in pools}, pools, k))
         return out
 
-    def _search_derived(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray,
-                        k: int) -> list[tuple[int, float]]:
-        """A derived space's k nearest: its pool, re-scored on the pool's stored vectors (ties by seq)."""
-        size = max(_POOL_MIN, _POOL_FACTOR * k)
+    def _pool(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray, k: int) -> list[int]:
+        """A derived space's candidates for its k nearest: max(64, 4k) of them."""
+        size = max(_POOL_MIN, _POOL_FACTOR * k) if k > 0 else 0
         if isinstance(index, TimelineIndex):
-            pool = index.pool(query, size)
-        else:
-            leader = self._indexes.get(index.leader)
-            pool = ([] if not isinstance(leader, DenseIndex) else
-                    [seq for seq, _ in leader.search(query[: leader.dim], size) if index.holds(seq)])
-        if not pool or k <= 0:
+            return index.pool(query, size)
+        leader = self._indexes.get(index.leader)
+        if not isinstance(leader, DenseIndex) or not size:
             return []
-        found = self._source(None).fingerprint_columns(pool, [index.space])
-        if not len(found):
-            return []
-        vectors = np.asarray(found[index.space], dtype=np.float64)
-        scores = vectors @ np.asarray(query, dtype=np.float64)
-        if DERIVED_METRIC[index.space] == "cosine":
-            scores /= np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(query), 1e-12)
-        seqs = np.asarray(found.seqs, dtype=np.int64)
-        best = np.lexsort((seqs, -scores))[:k]
-        return list(zip(seqs[best].tolist(), scores[best].tolist()))
+        return [seq for seq, _ in leader.search(query[: leader.dim], size) if index.holds(seq)]
+
+    def _rescore(self, queries: Mapping[int, np.ndarray], pools: Mapping[int, list[int]],
+                 k: int) -> dict[int, list[tuple[int, float]]]:
+        """Each derived space's k nearest: its pool scored on the stored vectors with the space's measure (ties
+        by seq). One read of every pool's memories, in all those spaces: the pools overlap (the E1 graph's
+        for E8/E10, the latest memories for E2/E4)."""
+        union = list(dict.fromkeys(seq for pool in pools.values() for seq in pool))
+        found = self._source(None).fingerprint_columns(union, list(pools)) if union else None
+        row_of = {seq: i for i, seq in enumerate(found.seqs)} if found is not None else {}
+        out: dict[int, list[tuple[int, float]]] = {}
+        for space, pool in pools.items():
+            rows = np.array([row_of[seq] for seq in pool if seq in row_of], dtype=np.intp)
+            if found is None or not len(rows):
+                out[space] = []
+                continue
+            query = np.asarray(queries[space], dtype=np.float64)
+            vectors = np.asarray(found[space], dtype=np.float64)[rows]
+            scores = vectors @ query
+            if DERIVED_METRIC[space] == "cosine":
+                scores /= np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(query), 1e-12)
+            seqs = np.asarray(found.seqs, dtype=np.int64)[rows]
+            best = np.lexsort((seqs, -scores))[:k]
+            out[space] = list(zip(seqs[best].tolist(), scores[best].tolist()))
+        return out
 
     def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], **bm25: float) -> np.ndarray:
         """float64 [len(docs)] BM25 scores of given documents, with this space's index statistics (df, avgdl)."""

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from contextgraph.fingerprint import Sparse
+from contextgraph.storage.seq_map import SeqMap
 
 _EMPTY_I = np.zeros(0, dtype=np.int32)
 _EMPTY_F = np.zeros(0, dtype=np.float32)
@@ -74,7 +75,7 @@ class SparseIndex:
         self._dead = np.zeros(1024, dtype=bool)  # slot → tombstoned
         self._slots = 0
         self._n_dead = 0
-        self._slot_of: dict[int, int] = {}  # seq → slot, live documents only
+        self._slot_of = SeqMap()  # seq → slot, live documents only
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -152,7 +153,7 @@ class SparseIndex:
             wts[at : at + b - a] = weights[a:b]
 
     def remove(self, seq: int) -> None:
-        slot = self._slot_of.pop(seq, None)
+        slot = self._slot_of.pop(seq)
         if slot is None:
             return
         self._dead[slot] = True
@@ -182,7 +183,7 @@ class SparseIndex:
         self._live_len = float(lengths.sum())
         self._dead = np.zeros(len(self._seq), dtype=bool)
         self._n_dead = 0
-        self._slot_of = {int(s): i for i, s in enumerate(seqs)}
+        self._slot_of = SeqMap.of(seqs)
 
     # --- scoring -----------------------------------------------------------------------------------------------
 
@@ -199,7 +200,7 @@ class SparseIndex:
         return np.log1p((len(self._slot_of) - df + 0.5) / (df + 0.5))
 
     def avgdl(self) -> float:
-        return self._live_len / len(self._slot_of) if self._slot_of else 0.0
+        return self._live_len / len(self._slot_of) if len(self._slot_of) else 0.0
 
     def search(self, query: Sparse, k: int, max_df: float = 1.0, *, k1: float = K1, b: float = B
                ) -> list[tuple[int, float]]:
@@ -207,7 +208,7 @@ class SparseIndex:
         `max_df` < 1 skips query terms found in more than that fraction of the documents (a candidate
         pre-filter's shortcut: their postings are the longest and their idf the smallest) unless that would
         skip them all."""
-        if k <= 0 or not self._slot_of:
+        if k <= 0 or not len(self._slot_of):
             return []
         scores = np.zeros(self._slots)
         terms = np.asarray(query.indices)
@@ -283,7 +284,7 @@ class SparseIndex:
         self._len[: self._slots] = np.bincount(docs, weights=wts, minlength=self._slots)[: self._slots]
         self._live_len = float(self._len.sum())
         self._dead = np.zeros(len(self._seq), dtype=bool)
-        self._slot_of = {int(s): i for i, s in enumerate(seqs.tolist())}
+        self._slot_of = SeqMap.of(seqs)
         return self
 
 
