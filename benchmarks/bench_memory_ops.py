@@ -40,8 +40,9 @@ timers around their parts (embed, related retrieval, index insert, UTL, put, edg
 --batched-puts fills with one write transaction per batch (see _workload.fill_store): for 300K-1M stores.
 
 Memory and disk: RSS (VmRSS, split into RssAnon — the indexes and Python objects — and RssFile — LMDB pages
-mapped in) before and after each fill; the LMDB data file (apparent and allocated bytes) per stored memory;
-at the end, the saved index directory (close() saves it) per memory and how long the close took.
+mapped in) before and after each fill and after the timed calls; the LMDB data file (apparent and allocated
+bytes) per stored memory; at the end, the saved index directory (close() saves it) per memory and how long the
+close took.
 
 Run:  .venv/bin/python benchmarks/bench_memory_ops.py [--sizes 1000,10000] [--ops 300] [--distinct 20000]
       .venv/bin/python benchmarks/bench_memory_ops.py --sizes 1000,10000,100000     # ~30-40 min on 2 cores
@@ -604,6 +605,10 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
                 "rss_growth_bytes_per_added_memory": per_mem, "lmdb": disk, **ops,
             }
             results["sizes"][str(size)]["lmdb_after_ops"] = lmdb_stats(app)
+            # after the calls too: RSS counts the LMDB pages they touched (RssFile), not only the indexes
+            results["sizes"][str(size)]["rss_after_ops_mb"] = after_ops = rss()
+            print(f"   RSS after the calls {after_ops['VmRSS']:.0f} MiB (anon {after_ops['RssAnon']:.0f}, "
+                  f"file {after_ops['RssFile']:.0f})")
             if args.profile_search:
                 print("   -- search profile (in-process, no MCP)")
                 results["sizes"][str(size)]["search_profile"] = profile_search(app, pipeline, queries[-2000:],

@@ -4,7 +4,7 @@ their candidates without one.
 
     E2 E3 E4   TimelineIndex: what each vector encodes (E2 its time, E3 its phases in the day, week and year,
                E4 its session and global positions: 8-24 bytes), read back from the vector by its embedder,
-               and the embedder's `closeness` to rank every memory against the query's coordinates
+               and each axis kept sorted, to walk outward from the query's coordinates (embedders.axes)
     E8 E10     BorrowedIndex: E1's graph proposes the candidates. E8 is E1 mixed with its graph neighbours and
                E10 is E1 with a modality one-hot appended, so both rank like E1 (bench_derived_spaces.py:
                recall@10 from E1's top 50, 1.000 and 0.998); it keeps only which memories it holds
@@ -40,8 +40,6 @@ TIMELINES: dict[int, Timeline] = {
     4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES),
 }
 BORROWED: dict[int, int] = {8: 1, 10: 1}  # space → the space whose graph proposes its candidates
-
-
 _MAX_DEPTH = 16  # a timeline query's windows stop widening at this many pool sizes each way (TimelineIndex)
 
 
