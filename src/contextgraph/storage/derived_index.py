@@ -144,7 +144,8 @@ class TimelineIndex(_Membership):
         coords = self._coordinates(matrix)
         top = int(labels.max()) + 1
         self._coords = _grown(self._coords, top)
-        held = _grown(self._live, top)[labels]
+        self._live = _grown(self._live, top)  # grown here, so _mark below need not copy it again
+        held = self._live[labels]
         if np.any(self._coords[labels[held]] != coords[held]):
             self._sorted = None  # a memory moved: its sorted entries are stale
         self._coords[labels] = coords

@@ -138,6 +138,7 @@ class IndexSet:
         union = list(dict.fromkeys(seq for pool in pools.values() for seq in pool))
         found = self._source(None).fingerprint_columns(union, list(pools)) if union else None
         row_of = {seq: i for i, seq in enumerate(found.seqs)} if found is not None else {}
+        found_seqs = np.asarray(found.seqs if found is not None else [], dtype=np.int64)
         out: dict[int, list[tuple[int, float]]] = {}
         for space, pool in pools.items():
             rows = np.array([row_of[seq] for seq in pool if seq in row_of], dtype=np.intp)
@@ -149,7 +150,7 @@ class IndexSet:
             scores = vectors @ query
             if DERIVED_METRIC[space] == "cosine":
                 scores /= np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(query), 1e-12)
-            seqs = np.asarray(found.seqs, dtype=np.int64)[rows]
+            seqs = found_seqs[rows]
             best = np.lexsort((seqs, -scores))[:k]
             out[space] = list(zip(seqs[best].tolist(), scores[best].tolist()))
         return out
