@@ -32,14 +32,22 @@ from contextgraph.embedders.axes import Axis, closeness
 class Timeline(NamedTuple):
     decode: Callable[[np.ndarray], np.ndarray]  # vectors [n, dim] → coordinates float64 [n, axes] (or [n])
     axes: tuple[Axis, ...]  # closeness = Σ over the axes of kernel(gap): embedders.axes
+    metric: str  # the measure a pool is re-scored with on the stored vectors: "ip" or "cosine"
+
+
+class Borrowed(NamedTuple):
+    leader: int  # the space whose graph proposes the candidates
+    metric: str
 
 
 TIMELINES: dict[int, Timeline] = {
-    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.AXES),
-    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.AXES),
-    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES),
+    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.AXES, "ip"),
+    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.AXES, "cosine"),
+    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES, "cosine"),
 }
-BORROWED: dict[int, int] = {8: 1, 10: 1}  # space → the space whose graph proposes its candidates
+BORROWED: dict[int, Borrowed] = {8: Borrowed(1, "cosine"), 10: Borrowed(1, "cosine")}
+DERIVED_METRIC: dict[int, str] = {**{space: t.metric for space, t in TIMELINES.items()},
+                                  **{space: b.metric for space, b in BORROWED.items()}}
 _MAX_DEPTH = 16  # a timeline query's windows stop widening at this many pool sizes each way (TimelineIndex)
 
 
@@ -92,7 +100,7 @@ class BorrowedIndex(_Membership):
     def __init__(self, space: int, dim: int) -> None:
         super().__init__(dim)
         self.space = space
-        self.leader = BORROWED[space]
+        self.leader = BORROWED[space].leader
 
     def add(self, seqs: Sequence[int], matrix: np.ndarray) -> None:
         labels = self._check(seqs, matrix)
@@ -122,7 +130,9 @@ class TimelineIndex(_Membership):
     threshold algorithm); once the pool's worst is at or above that cap the pool is exact, else the windows
     widen, up to _MAX_DEPTH pool sizes each way: past that the pool is the best of what the windows hold (E3
     in a dense year of memories, where all three phases must match; at 1M memories, 20 queries, the exact
-    top 10 were all in it). The sort is redone, on the next query, once the unsorted tail passes 1/64 of it."""
+    top 10 were all in it). Memories added since the sort wait in a tail, scored in full by every query, until it
+    passes 1/64 of the sorted part: the next query then merges it in (O(n), not a re-sort). Loading sorts, so a
+    query on a freshly opened store does not (≈ 1 s at 1M memories); so does `settle()`, for a rebuilt index."""
 
     def __init__(self, space: int, dim: int) -> None:
         super().__init__(dim)
@@ -150,18 +160,25 @@ class TimelineIndex(_Membership):
             self._sorted = None  # a memory moved: its sorted entries are stale
         self._coords[labels] = coords
         if self._sorted is not None:  # else the next query sorts everything anyway
-            self._tail.extend(labels.tolist())
+            self._tail.extend(labels[~held].tolist())  # one held already is in the axes or the tail
         self._mark(labels)
 
+    def settle(self) -> None:
+        """Do now the sorting the next query would do (IndexSet calls it off the request path)."""
+        self._view()
+
     def _view(self) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
-        """The sorted axes and the unsorted tail, re-sorting first when the tail has grown too long."""
+        """The sorted axes and the unsorted tail, merging the tail in first when it has grown too long."""
         with self._sorting:
-            if self._sorted is None or len(self._tail) > max(256, self._n // 64):
+            # removed memories stay in the sorted axes (queries skip them) until they are half of them
+            if self._sorted is None or len(self._sorted[0][0]) > 2 * self._n + 256:
                 seqs = self.seqs()
-                self._sorted = []
-                for a in range(self._coords.shape[1]):
-                    order = np.argsort(self._coords[seqs, a], kind="stable")
-                    self._sorted.append((self._coords[seqs[order], a], seqs[order]))
+                self._sorted = [_sorted_by(self._coords[seqs, a], seqs) for a in range(self._coords.shape[1])]
+                self._tail = []
+            elif len(self._tail) > max(256, self._n // 64):
+                tail = np.asarray(self._tail, dtype=np.int64)
+                self._sorted = [_merged(values, seqs, *_sorted_by(self._coords[tail, a], tail))
+                                for a, (values, seqs) in enumerate(self._sorted)]
                 self._tail = []
             return self._sorted, np.asarray(self._tail, dtype=np.int64)
 
@@ -210,7 +227,21 @@ class TimelineIndex(_Membership):
             self._coords = _grown(self._coords, int(seqs.max()) + 1)
             self._coords[seqs] = coords
             self._mark(seqs)
+        self.settle()
         return self
+
+
+def _sorted_by(values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values ascending, their seqs); equal values keep the order of `seqs`."""
+    order = np.argsort(values, kind="stable")
+    return values[order], seqs[order]
+
+
+def _merged(values: np.ndarray, seqs: np.ndarray, more: np.ndarray, more_seqs: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted (values, seqs) runs as one; on equal values the first run's entries come first."""
+    at = np.searchsorted(values, more, side="right")
+    return np.insert(values, at, more), np.insert(seqs, at, more_seqs)
 
 
 def _window(values: np.ndarray, x: float, depth: int, period: float | None) -> tuple[np.ndarray, float] | None:

@@ -8,12 +8,11 @@ from pathlib import Path
 
 from contextgraph.storage.base import MemoryStore
 from contextgraph.storage.binary_index import BinaryIndex
-from contextgraph.storage.derived_index import BORROWED, TIMELINES, BorrowedIndex, TimelineIndex
+from contextgraph.storage.derived_index import BORROWED, DERIVED_METRIC, TIMELINES, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.sparse_index import SparseIndex
 
 GRAPH_SPACES = (1, 5, 7, 11)
-DERIVED_METRIC = {2: "ip", 3: "cosine", 4: "cosine", 8: "cosine", 10: "cosine"}  # TIMELINES and BORROWED
 SPARSE_SPACES = (6, 13)
 BINARY_SPACES = (9,)
 INDEXED_SPACES = tuple(sorted((*GRAPH_SPACES, *DERIVED_METRIC, *SPARSE_SPACES, *BINARY_SPACES)))

@@ -38,10 +38,9 @@ from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
 from contextgraph.storage.base import MemoryStore, OplogEntry
 from contextgraph.storage.binary_index import BinaryIndex
-from contextgraph.storage.derived_index import BorrowedIndex, TimelineIndex
+from contextgraph.storage.derived_index import DERIVED_METRIC, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.index_files import (
-    DERIVED_METRIC,
     FILES,
     INDEXED_SPACES,
     MANIFEST_VERSION,
@@ -299,6 +298,9 @@ class IndexSet:
             done += len(seqs)
             if progress:
                 progress(done, total)
+        for index in fresh.values():
+            if isinstance(index, TimelineIndex):
+                index.settle()  # sort now, not in the first search after the swap
         with self._catching_up, self._lock.write():
             self._indexes = fresh
             self.applied_seq = start

@@ -52,6 +52,42 @@ def test_e2_e4_pools_are_the_exact_nearest_through_adds_and_removes(space, seed,
         assert index.pool(vectors[q], size) == _brute(index, vectors[q], size)
 
 
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(1, 400), min_size=2, max_size=8))
+def test_tails_merged_into_the_sorted_axes_keep_every_pool_exact(seed, chunks):
+    """Adds in chunks with queries between them (each query may merge the tail in), removes, and re-adds of
+    removed memories: the pools stay the brute-force ones and the sorted axes stay sorted."""
+    rng = np.random.default_rng(seed)
+    vectors = _vectors(4, rng, sum(chunks), 3e7)
+    index = TimelineIndex(4, 512)
+    start = 0
+    for n in chunks:
+        index.add(range(start + 1, start + n + 1), vectors[start:start + n])
+        start += n
+        gone = rng.choice(np.arange(1, start + 1), min(20, start // 4), replace=False)
+        for seq in gone.tolist():
+            index.remove(seq)
+        back = gone[: len(gone) // 2]
+        index.add(back.tolist(), vectors[back - 1])
+        q = int(rng.integers(0, start))
+        assert index.pool(vectors[q], 10) == _brute(index, vectors[q], 10)
+    sorted_axes, tail = index._view()
+    held = set(index.seqs().tolist())
+    for values, seqs in sorted_axes:
+        assert np.all(np.diff(values) >= 0)
+        assert held <= set(seqs.tolist()) | set(tail.tolist())
+
+
+def test_loading_and_settling_sort_so_that_a_query_need_not():
+    rng = np.random.default_rng(5)
+    vectors = _vectors(2, rng, 2_000, 1e6)
+    index = TimelineIndex(2, 512)
+    index.add(range(1, 2_001), vectors)
+    assert index._sorted is None  # a fresh index sorts lazily ...
+    index.settle()  # ... or when IndexSet asks, after a rebuild
+    assert index._sorted is not None and len(index._sorted[0][0]) == 2_000 and not index._tail
+
+
 def test_e3_pool_holds_the_exact_top_ten_in_a_dense_year():
     rng = np.random.default_rng(3)
     vectors = _vectors(3, rng, 40_000, 3.15e7)
@@ -73,7 +109,7 @@ def test_a_moved_memory_is_found_where_it_now_is_and_save_load_keeps_the_pools(t
     assert index.pool(far[0], 1) == [7]
     index.save(tmp_path / "e02.timeline.npz")
     loaded = TimelineIndex.load(tmp_path / "e02.timeline.npz")
-    assert len(loaded) == len(index) == 500
+    assert len(loaded) == len(index) == 500 and loaded._sorted is not None  # sorted on load, not on a query
     for q in (0, 100, 499):
         assert loaded.pool(vectors[q], 30) == index.pool(vectors[q], 30)
 
