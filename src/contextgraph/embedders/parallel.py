@@ -24,6 +24,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -33,6 +34,7 @@ from contextgraph.embedders.backbone import default_model_dir, load_backbone
 from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, StageTimings, check_draft
 from contextgraph.fingerprint import Fingerprint
 
+START_TIMEOUT_S = 600  # a worker loads a model: seconds on a CPU, longer on a cold disk; not forever
 MIN_SHARD = 16  # fewer memories per task and the round trip costs more than the work it spreads
 
 
@@ -111,10 +113,14 @@ class PipelinePool:
     def start(self) -> PipelinePool:
         """Start every worker and build its pipeline now (seconds each), so the first batch is not timed with it."""
         seen: set[int] = set()
-        for _ in range(20):  # rounds of one short task per worker until each has answered; a build error raises
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # rounds of one short task per worker until each has answered (a worker takes tasks only once its
+        # pipeline is built); a build error raises here, from the executor
+        while len(seen) < self.workers:
+            if time.monotonic() > deadline:
+                raise BrokenProcessPool(f"{self.workers - len(seen)} of {self.workers} workers did not start within "
+                                        f"{START_TIMEOUT_S} s")
             seen.update(self._executor.map(_started, [0.05] * self.workers))
-            if len(seen) == self.workers:
-                break
         return self
 
     def embed(self, items: Sequence[Draft]) -> list[Fingerprint]:

@@ -62,3 +62,14 @@ def test_a_worker_that_cannot_load_its_model_fails_the_start(tmp_path, model_cac
     spec = PipelineSpec(cache_dir=str(model_cache), model_dir=str(tmp_path), runtime="onnx")  # no model there
     with PipelinePool(spec, 1) as pool, pytest.raises(BrokenProcessPool):
         pool.start()
+
+
+def test_a_start_that_outlasts_its_deadline_fails_rather_than_waits_forever(model_cache, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from contextgraph.embedders import parallel
+
+    monkeypatch.setattr(parallel, "START_TIMEOUT_S", -1)  # already past: no worker can have answered
+    with PipelinePool(PipelineSpec(cache_dir=str(model_cache), runtime="onnx"), 2) as pool, \
+            pytest.raises(BrokenProcessPool, match="2 of 2 workers did not start"):
+        pool.start()
