@@ -52,6 +52,41 @@ def bench_settings(home: Path | str, *, int8: bool = False, log_level: str = "er
     return Settings.from_env(values)
 
 
+def open_services(home: Path | str) -> tuple[Any, Any]:
+    """(services, pipeline) on the data directory `home`, opened as the server opens it: BLAS limited to the
+    server's threads first (a multi-threaded BLAS call stalls on two busy cores), the store and indexes open."""
+    import anyio
+    from threadpoolctl import threadpool_limits
+
+    from contextgraph import log
+    from contextgraph.app import build_services
+    from contextgraph.constitution import constitution
+
+    threadpool_limits(limits=int(constitution().get("server.blas_threads")), user_api="blas")
+    services = build_services(bench_settings(home), constitution(), log.LogRing(100))
+    services.storage.open()
+    return services, anyio.run(services.perception.pipeline)
+
+
+def fit_store_model(services: Any, pipeline: Any) -> None:
+    """The ΔS/ΔC store model fitted to the store as it is now. The fit runs in the background: start it, wait,
+    and once more, as a server that has been running a while would have it."""
+    handle, by_space = services.storage, {e.space: e for e in pipeline.embedders}
+    for _ in range(2):
+        handle.delta_sc.model(handle.store, handle.indexes, by_space)
+        handle.delta_sc.wait()
+
+
+def random_stored(store: Any, rng: random.Random) -> tuple[int, Any]:
+    """(seq, fingerprint) of a random live memory of `store`."""
+    last = store.last_seq()
+    while True:
+        seq = rng.randint(1, last)
+        (fp,) = store.fingerprints([seq])
+        if fp is not None:
+            return seq, fp
+
+
 def rss_mb() -> float:
     """Resident set size of this process now (VmRSS), in MiB."""
     with open("/proc/self/status") as f:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
-from _workload import bench_settings, percentile, realistic_texts
+from _workload import fit_store_model, open_services, percentile, random_stored, realistic_texts
 from bench_memory_ops import Filler
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -54,21 +54,10 @@ def main() -> int:
     ap.add_argument("--name", default="delta_sc")
     args = ap.parse_args()
 
-    from threadpoolctl import threadpool_limits
-
-    from contextgraph import log
-    from contextgraph.app import build_services
-    from contextgraph.constitution import constitution
     from contextgraph.embedders.pipeline import Draft
 
-    # as build_app does for the server: a multi-threaded BLAS call stalls on two busy cores
-    threadpool_limits(limits=int(constitution().get("server.blas_threads")), user_api="blas")
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="bench-delta-sc-"))
-    services = build_services(bench_settings(home), constitution(), log.LogRing(100))
-    services.storage.open()
-    import anyio
-
-    pipeline = anyio.run(services.perception.pipeline)
+    services, pipeline = open_services(home)
     sizes = [int(s) for s in args.sizes.split(",")]
     filler = Filler(types.SimpleNamespace(services=services), pipeline, args.distinct, max(sizes), args.seed)
     probes_text = list(itertools.islice(realistic_texts(args.seed + 1000), 64))
@@ -80,20 +69,11 @@ def main() -> int:
     out: dict = {"sizes": {}}
     for size in sizes:
         filler.grow_to(size)
-        by_space = {e.space: e for e in pipeline.embedders}
-        computer.model(store, indexes, by_space)
-        computer.wait()
-        computer.model(store, indexes, by_space)
-        computer.wait()
-        last = store.last_seq()
+        fit_store_model(services, pipeline)
         cpu: list[float] = []  # process CPU time per call: less at the mercy of the machine's other load
 
         def stored_one() -> float:
-            while True:
-                seq = rng.randint(1, last)
-                (fp,) = store.fingerprints([seq])
-                if fp is not None:
-                    break
+            seq, fp = random_stored(store, rng)
             t0, c0 = time.perf_counter(), time.process_time()
             computer.compute(store, indexes, pipeline.embedders, fp, coherence_history=history,
                              exclude=frozenset({seq}))

@@ -29,30 +29,15 @@ from _stats import write_result
 
 
 def record(home: Path, out: Path, memories: int, seed: int) -> None:
-    import anyio
-    from _workload import bench_settings
-    from threadpoolctl import threadpool_limits
+    from _workload import fit_store_model, open_services, random_stored
 
-    from contextgraph import log
-    from contextgraph.app import build_services
-    from contextgraph.constitution import constitution
-
-    threadpool_limits(limits=int(constitution().get("server.blas_threads")), user_api="blas")
-    services = build_services(bench_settings(home), constitution(), log.LogRing(100))
-    services.storage.open()
-    pipeline = anyio.run(services.perception.pipeline)
+    services, pipeline = open_services(home)
+    fit_store_model(services, pipeline)
     store, indexes, computer = services.storage.store, services.storage.indexes, services.storage.delta_sc
-    by_space = {e.space: e for e in pipeline.embedders}
-    for _ in range(2):  # the fit runs in the background: start it, wait, and once more as the benchmarks do
-        computer.model(store, indexes, by_space)
-        computer.wait()
-    rng, last = random.Random(seed), store.last_seq()
+    rng = random.Random(seed)
     values, took = {}, []
     while len(values) < memories:
-        seq = rng.randint(1, last)
-        (fp,) = store.fingerprints([seq])
-        if fp is None:
-            continue
+        seq, fp = random_stored(store, rng)
         t0 = time.perf_counter()
         d = computer.compute(store, indexes, pipeline.embedders, fp, coherence_history=[0.45, 0.5, 0.55, 0.5],
                              exclude=frozenset({seq}))
