@@ -95,10 +95,7 @@ class SparseIndex:
         used = self._used[term]
         docs, wts = self._docs[term], self._wts[term]
         if used + n > len(docs):
-            # doubling while short, a quarter more once long: a loaded list is full (a view of the saved file), so
-            # its first append copies it, and at 1M memories a common term holds ~10^5-10^6 postings; doubling
-            # those added ~1 GB of spare capacity within a hundred stores (benchmarks/README, issue 19.5)
-            cap = max(used + n, len(docs) + (len(docs) if len(docs) < _GROW_BY_QUARTER else len(docs) // 4), 4)
+            cap = max(used + n, _grown_capacity(len(docs)))
             grown_d = np.empty(cap, dtype=np.int32)
             grown_w = np.empty(cap, dtype=np.float32)
             grown_d[:used] = docs[:used]
@@ -277,10 +274,7 @@ class SparseIndex:
         _check_loaded(indptr, docs, wts, seqs)  # a damaged file fails here, not in some later search
         self = cls()
         bounds = indptr.tolist()
-        # Each term's arrays are views into the loaded ones, full to capacity: the first append to a term
-        # copies it out (see _reserve), so a view is never written through.
-        self._docs = [docs[a:b] if b > a else _EMPTY_I for a, b in pairwise(bounds)]
-        self._wts = [wts[a:b] if b > a else _EMPTY_F for a, b in pairwise(bounds)]
+        self._docs, self._wts = _owned(docs, bounds, _EMPTY_I), _owned(wts, bounds, _EMPTY_F)
         self._used = np.diff(indptr).tolist()
         self._slots = len(seqs)
         self._seq = np.resize(seqs.astype(np.int64), max(1024, self._slots))
@@ -290,6 +284,31 @@ class SparseIndex:
         self._dead = np.zeros(len(self._seq), dtype=bool)
         self._slot_of = SeqMap.of(seqs)
         return self
+
+
+def _grown_capacity(capacity: int) -> int:
+    """A full posting list's next capacity: doubled while short, a quarter more once long (at 1M memories a
+    common term holds ~10^5-10^6 postings, and doubling those added ~1 GB of spare room within a hundred
+    stores: benchmarks/README, issue 19.5)."""
+    return max(capacity + (capacity if capacity < _GROW_BY_QUARTER else capacity // 4), 4)
+
+
+def _owned(flat: np.ndarray, bounds: list[int], empty: np.ndarray) -> list[np.ndarray]:
+    """Each term's slice of a loaded CSR array as an array of its own, a long one with its spare room already
+    (_grown_capacity). Views would cost nothing here, but the first append to each would copy it, on the request
+    path (up to ~180 ms for one memory's terms at 1M), while the views kept the whole loaded array alive."""
+    out = []
+    for a, b in pairwise(bounds):
+        n = b - a
+        if n <= 0:
+            out.append(empty)
+        elif n < _GROW_BY_QUARTER:
+            out.append(flat[a:b].copy())
+        else:
+            own = np.empty(_grown_capacity(n), dtype=flat.dtype)
+            own[:n] = flat[a:b]
+            out.append(own)
+    return out
 
 
 def _check_loaded(indptr: np.ndarray, docs: np.ndarray, wts: np.ndarray, seqs: np.ndarray) -> None:

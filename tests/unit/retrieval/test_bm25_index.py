@@ -102,3 +102,21 @@ def test_empty_query_and_unknown_terms():
     assert index.search(Sparse(np.zeros(0, np.int32), np.zeros(0, np.float32)), 5) == []
     assert index.search(vec([99]), 5) == []
     assert index.score(vec([99]), [vec([1])]).tolist() == [0.0]
+
+
+def test_a_loaded_index_grows_like_one_that_was_never_saved(tmp_path):
+    """Every loaded posting list is the index's own (a long one with room to spare), so appends after a load,
+    to short and long lists alike, score exactly as an index built in one go; the saved one is left as it was."""
+    rng = np.random.default_rng(8)
+    docs = [vec([0] * int(rng.integers(1, 3)) + rng.integers(1, 60, 6).tolist()) for _ in range(5_000)]  # 0: long
+    index = SparseIndex()
+    index.add(list(range(1, 4_501)), docs[:4_500])
+    index.save(tmp_path / "e13.npz")
+    loaded = SparseIndex.load(tmp_path / "e13.npz")
+    for seq in range(4_501, 5_001):  # one at a time, as store_memory adds them
+        loaded.add([seq], [docs[seq - 1]])
+    whole = SparseIndex()
+    whole.add(list(range(1, 5_001)), docs)
+    for q in (vec([0, 5]), vec([7, 8, 9]), vec([0])):
+        assert_same(loaded.search(q, 50), whole.search(q, 50))
+    assert_same(SparseIndex.load(tmp_path / "e13.npz").search(vec([0, 5]), 50), index.search(vec([0, 5]), 50))
