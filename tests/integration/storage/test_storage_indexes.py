@@ -214,6 +214,25 @@ def test_binary_is_exact_hamming(tmp_path):
     assert loaded.search(rows[5], 2)[0][1] == 1.0 and len(loaded) == len(live)
 
 
+
+@pytest.mark.parametrize("bits", [1024, 200])  # 200: rows padded to whole words
+def test_binary_distances_are_exact_across_chunks_and_after_a_load(tmp_path, bits):
+    from contextgraph.storage import binary_index
+
+    rng = np.random.default_rng(bits)
+    n = binary_index._CHUNK + 1_000  # two passes, the second partial
+    rows = rng.integers(0, 256, size=(n, bits // 8), dtype=np.uint8)
+    index = BinaryIndex(bits)
+    index.add(range(1, n + 1), rows)
+    q = rng.integers(0, 256, size=bits // 8, dtype=np.uint8)
+    naive = np.unpackbits(rows ^ q, axis=1).sum(axis=1)
+    assert np.array_equal(index.distances(q), naive)
+    index.save(tmp_path / "e09.npz")
+    loaded = BinaryIndex.load(tmp_path / "e09.npz")
+    loaded.add([n + 1], q.reshape(1, -1))  # into the room a load leaves
+    assert np.array_equal(loaded.distances(q), np.append(naive, 0))
+
+
 # --- IndexSet --------------------------------------------------------------------------------------------------
 
 def _fill(store, rng, n, tokens=2):
