@@ -54,7 +54,14 @@ from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
 from contextgraph.services.delta_sc_result import DeltaSc, SpaceResult
-from contextgraph.services.store_model import EMPTY_MODEL, Clusters, RefitCache, StoreModel, TranslationFits
+from contextgraph.services.store_model import (
+    EMPTY_MODEL,
+    Clusters,
+    DeletionCount,
+    RefitCache,
+    StoreModel,
+    TranslationFits,
+)
 from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
@@ -115,6 +122,7 @@ class DeltaScComputer:
         # does: their postings are the longest and their idf the smallest (the neighbourhood's cost at 10K)
         self.sparse_max_df = float(constitution["retrieval"]["sparse_max_df"])
         self._models = RefitCache("store-model")
+        self._deletions = DeletionCount()
         self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth)
 
     def close(self) -> None:
@@ -132,7 +140,7 @@ class DeltaScComputer:
         count = store.count()
         if count < 2:
             return EMPTY_MODEL
-        deletions = store.last_seq() - count
+        deletions = self._deletions(store)
 
         def stale(fitted: tuple[int, int, bool] | None) -> bool:
             if fitted is None:
