@@ -102,10 +102,8 @@ class LmdbStore:
             self._env: lmdb.Environment | None = lmdb.open(
                 str(self.path), map_size=map_size, max_dbs=len(_DBS), max_readers=126, lock=True,
                 readonly=readonly, sync=sync, metasync=sync, subdir=True,
-                # MADV_RANDOM on the map. A search reads ~100 candidates' fingerprints and records scattered over
-                # the file; with the kernel's read-around each page fault pulled in up to read_ahead_kb (8 MiB
-                # on the benchmark VM): 950 MB read per search on a 1M store larger than the page cache, against
-                # 4.9 MB without it (benchmarks/README, "LMDB read-around").
+                # MADV_RANDOM: a search's candidate reads are scattered, and read-around made each page fault read
+                # up to read_ahead_kb (8 MiB here): 950 MB a search at 1M, not 4.9 (benchmarks/bench_cold_reads.py)
                 readahead=False,
             )
             self._db = {}
