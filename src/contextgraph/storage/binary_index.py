@@ -101,7 +101,7 @@ class BinaryIndex:
     def load(cls, path: Path | str) -> BinaryIndex:
         with np.load(path) as data:
             rows, seqs, bits = data["rows"], data["seqs"], int(data["bits"])
-        # room to grow: with none, the first add after opening would copy every row (~70 ms at 1M, on a store)
+        # room to grow: with none, the first add after opening would copy every row (~1 s at 1M, on a store)
         self = cls(bits, capacity=len(rows) + max(len(rows) // 8, 1024))
         if rows.ndim != 2 or rows.shape[1] != self._words or len(seqs) != len(rows):
             raise ValueError(f"binary index: {rows.shape} rows for {len(seqs)} seqs of {bits} bits")
