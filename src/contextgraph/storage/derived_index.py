@@ -27,37 +27,32 @@ import numpy as np
 
 from contextgraph.embedders import e02_temporal_recent, e03_temporal_periodic, e04_temporal_positional
 from contextgraph.embedders.axes import Axis, closeness
+from contextgraph.embedders.vectors import cosine_scores, dot_scores
+from contextgraph.storage.seq_map import grown
+
+Similarity = Callable[[np.ndarray, Sequence[np.ndarray]], np.ndarray]  # (query, vectors) → scores: an embedder's
 
 
 class Timeline(NamedTuple):
     decode: Callable[[np.ndarray], np.ndarray]  # vectors [n, dim] → coordinates float64 [n, axes] (or [n])
     axes: tuple[Axis, ...]  # closeness = Σ over the axes of kernel(gap): embedders.axes
-    metric: str  # the measure a pool is re-scored with on the stored vectors: "ip" or "cosine"
+    score: Similarity  # the measure a pool is re-scored with on the stored vectors: the embedder's own
 
 
 class Borrowed(NamedTuple):
     leader: int  # the space whose graph proposes the candidates
-    metric: str
+    score: Similarity
 
 
 TIMELINES: dict[int, Timeline] = {
-    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.AXES, "ip"),
-    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.AXES, "cosine"),
-    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES, "cosine"),
+    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.AXES, dot_scores),
+    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.AXES, cosine_scores),
+    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES, cosine_scores),
 }
-BORROWED: dict[int, Borrowed] = {8: Borrowed(1, "cosine"), 10: Borrowed(1, "cosine")}
-DERIVED_METRIC: dict[int, str] = {**{space: t.metric for space, t in TIMELINES.items()},
-                                  **{space: b.metric for space, b in BORROWED.items()}}
+BORROWED: dict[int, Borrowed] = {8: Borrowed(1, cosine_scores), 10: Borrowed(1, cosine_scores)}
+DERIVED_SCORE: dict[int, Similarity] = {**{space: t.score for space, t in TIMELINES.items()},
+                                        **{space: b.score for space, b in BORROWED.items()}}
 _MAX_DEPTH = 16  # a timeline query's windows stop widening at this many pool sizes each way (TimelineIndex)
-
-
-def _grown(array: np.ndarray, top: int) -> np.ndarray:
-    """`array` (indexed by seq on its first axis) with room for seq top − 1."""
-    if top <= len(array):
-        return array
-    out = np.zeros((max(top, 2 * len(array)), *array.shape[1:]), dtype=array.dtype)
-    out[: len(array)] = array
-    return out
 
 
 class _Membership:
@@ -78,7 +73,7 @@ class _Membership:
         return labels
 
     def _mark(self, labels: np.ndarray) -> None:
-        self._live = _grown(self._live, int(labels.max()) + 1)
+        self._live = grown(self._live, int(labels.max()) + 1)
         self._n += int(np.count_nonzero(~self._live[labels]))
         self._live[labels] = True
 
@@ -153,8 +148,8 @@ class TimelineIndex(_Membership):
             return
         coords = self._coordinates(matrix)
         top = int(labels.max()) + 1
-        self._coords = _grown(self._coords, top)
-        self._live = _grown(self._live, top)  # grown here, so _mark below need not copy it again
+        self._coords = grown(self._coords, top)
+        self._live = grown(self._live, top)  # grown here, so _mark below need not copy it again
         held = self._live[labels]
         if np.any(self._coords[labels[held]] != coords[held]):
             self._sorted = None  # a memory moved: its sorted entries are stale
@@ -224,7 +219,7 @@ class TimelineIndex(_Membership):
         if coords.ndim != 2 or coords.shape != (len(seqs), self._coords.shape[1]):
             raise ValueError(f"timeline index: {coords.shape} coordinates for {len(seqs)} seqs")
         if len(seqs):
-            self._coords = _grown(self._coords, int(seqs.max()) + 1)
+            self._coords = grown(self._coords, int(seqs.max()) + 1)
             self._coords[seqs] = coords
             self._mark(seqs)
         self.settle()

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from contextgraph.storage.base import MemoryStore
 from contextgraph.storage.binary_index import BinaryIndex
-from contextgraph.storage.derived_index import BORROWED, DERIVED_METRIC, TIMELINES, BorrowedIndex, TimelineIndex
+from contextgraph.storage.derived_index import BORROWED, DERIVED_SCORE, TIMELINES, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.sparse_index import SparseIndex
 
 GRAPH_SPACES = (1, 5, 7, 11)
 SPARSE_SPACES = (6, 13)
 BINARY_SPACES = (9,)
-INDEXED_SPACES = tuple(sorted((*GRAPH_SPACES, *DERIVED_METRIC, *SPARSE_SPACES, *BINARY_SPACES)))
+INDEXED_SPACES = tuple(sorted((*GRAPH_SPACES, *DERIVED_SCORE, *SPARSE_SPACES, *BINARY_SPACES)))
 MANIFEST_VERSION = 2  # 2: E2-E4, E8, E10 derived (a version-1 set is rebuilt on open)
 FILES = {"dense": "e{:02d}.hnsw", "sparse": "e{:02d}.sparse.npz", "binary": "e{:02d}.binary.npz",
          "timeline": "e{:02d}.timeline.npz", "borrowed": "e{:02d}.borrowed.npz"}

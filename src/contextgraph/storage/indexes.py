@@ -38,7 +38,7 @@ from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
 from contextgraph.storage.base import MemoryStore, OplogEntry
 from contextgraph.storage.binary_index import BinaryIndex
-from contextgraph.storage.derived_index import DERIVED_METRIC, BorrowedIndex, TimelineIndex
+from contextgraph.storage.derived_index import DERIVED_SCORE, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.index_files import (
     FILES,
@@ -144,11 +144,7 @@ class IndexSet:
             if found is None or not len(rows):
                 out[space] = []
                 continue
-            query = np.asarray(queries[space], dtype=np.float64)
-            vectors = np.asarray(found[space], dtype=np.float64)[rows]
-            scores = vectors @ query
-            if DERIVED_METRIC[space] == "cosine":
-                scores /= np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(query), 1e-12)
+            scores = DERIVED_SCORE[space](queries[space], found[space][rows])  # a column is one [n, dim] array
             seqs = found_seqs[rows]
             best = np.lexsort((seqs, -scores))[:k]
             out[space] = list(zip(seqs[best].tolist(), scores[best].tolist()))

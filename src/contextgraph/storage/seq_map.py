@@ -11,6 +11,16 @@ import numpy as np
 _ABSENT = -1
 
 
+def grown(array: np.ndarray, top: int, fill: int = 0) -> np.ndarray:
+    """`array` (indexed by seq on its first axis) with room for seq top − 1: itself when it has it, else a copy
+    at least twice as long, the new rows `fill`."""
+    if top <= len(array):
+        return array
+    out = np.full((max(top, 2 * len(array)), *array.shape[1:]), fill, dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
 class SeqMap:
     def __init__(self) -> None:
         self._at = np.full(1024, _ABSENT, dtype=np.int32)
@@ -39,10 +49,7 @@ class SeqMap:
         return None
 
     def __setitem__(self, seq: int, at: int) -> None:
-        if seq >= len(self._at):
-            grown = np.full(max(seq + 1, 2 * len(self._at)), _ABSENT, dtype=np.int32)
-            grown[: len(self._at)] = self._at
-            self._at = grown
+        self._at = grown(self._at, seq + 1, _ABSENT)
         self._n += int(self._at[seq] == _ABSENT)
         self._at[seq] = at
 
