@@ -79,6 +79,9 @@ class ThresholdService:
         self.metrics_cache: dict[tuple[str, str, str], tuple[Any, dict[str, Any]]] = {}
         self._lock = threading.RLock()
         self.dirty = False
+        # the periodic engine save writes this part at most this often (StoreHandle): with its pending
+        # predictions it is ~800 KiB of JSON at 100K, ~25 ms of the GIL, and nearly every search dirties it
+        self.save_interval_seconds = float(a["save_interval_seconds"])
 
     # -- reads -------------------------------------------------------------------------------------------------
     def spec(self, name: str) -> ThresholdSpec:

@@ -35,10 +35,14 @@ class Resolved:
 
 
 class OutcomeLog:
-    def __init__(self, max_pairs: int, pending_max: int, pending_seconds: float) -> None:
+    def __init__(self, max_pairs: int, pending_max: int, pending_seconds: float,
+                 compact_floor: int | None = None) -> None:
         self.max_pairs = max_pairs
         self.pending_max = pending_max
         self.pending_seconds = pending_seconds
+        # the offer queue is rebuilt from the live predictions once it holds more than this many entries
+        self.compact_floor = 4 * max(pending_max, 1024) if compact_floor is None else compact_floor
+        self._compact_at = self.compact_floor
         self._pairs: dict[tuple[str, str], deque[tuple[float, float, float]]] = {}  # (at, score, outcome)
         # the same pairs as an (n, 3) array, built on first read after a change; a key's version counts its changes
         self._arrays: dict[tuple[str, str], np.ndarray] = {}
@@ -65,8 +69,8 @@ class OutcomeLog:
         open_[pending.threshold] = pending
         self._pending[memory_id] = open_  # to the back: the newest offer
         self._offers.append((memory_id, pending))
-        if len(self._offers) > 4 * max(self.pending_max, 1024):  # mostly stale: keep the live ones only
-            self._offers = self._queued(self._pending)
+        if len(self._offers) > self._compact_at:  # mostly stale: keep the live ones only
+            self._requeue()
         dropped: list[Resolved] = []
         while len(self._pending) > self.pending_max:
             _, old = self._pending.popitem(last=False)
@@ -101,6 +105,14 @@ class OutcomeLog:
             if not open_:
                 del self._pending[memory_id]
         return out
+
+    def _requeue(self) -> None:
+        """Rebuild the offer queue from the open predictions. The next rebuild waits until the queue has doubled:
+        a memory holds one prediction per threshold, so the live ones alone can fill the floor (four thresholds ×
+        `pending_max` did), and a floor-only trigger then re-sorted the whole queue on every offer — 18 % of a
+        search's CPU at 100K."""
+        self._offers = self._queued(self._pending)
+        self._compact_at = max(self.compact_floor, 2 * len(self._offers))
 
     @staticmethod
     def _queued(pending: Mapping[str, dict[str, Pending]]) -> deque[tuple[str, Pending]]:
@@ -155,4 +167,4 @@ class OutcomeLog:
         for memory_id, open_ in doc.get("pending", [])[-self.pending_max:]:
             self._pending[str(memory_id)] = {str(t): Pending(str(t), str(d), float(s), float(at), str(q))
                                              for t, d, s, at, q in open_}
-        self._offers = self._queued(self._pending)
+        self._requeue()
