@@ -390,15 +390,20 @@ def test_a_unanimous_no_binds_but_does_not_agree():
 def test_context_similarities_are_each_spaces_measure_with_e12_borrowing_e1():
     from contextgraph.fingerprint import SPACES, Sparse
     from contextgraph.retrieval.similarity import context_similarities, space_similarities
+    from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
     class Cosine:  # a dense space's own measure, as the embedders give it
         def similarity(self, query, docs):
-            return np.array([float(np.dot(query, d) / (np.linalg.norm(query) * np.linalg.norm(d))) for d in docs])
+            q = np.asarray(query, dtype=np.float64)
+            return np.array([float(np.dot(q, d) / (np.linalg.norm(q) * np.linalg.norm(d))) for d in
+                             np.asarray(docs, dtype=np.float64)])
 
     rng = np.random.default_rng(5)
 
-    def fingerprint():
-        fp = {s.id: rng.random(8) for s in SPACES}
+    def fingerprint():  # each space's vectors of the dtype a stored fingerprint has
+        fp = {s.id: rng.random(8).astype(np.float32) for s in SPACES}
+        fp[9] = rng.integers(1, 256, 8, dtype=np.uint8)
+        fp[12] = rng.random((3, 8)).astype(np.float32)
         for sid in (6, 13):
             fp[sid] = Sparse(np.sort(rng.choice(50, 6, replace=False)).astype(np.int32), np.ones(6, np.float32))
         return fp
@@ -411,6 +416,10 @@ def test_context_similarities_are_each_spaces_measure_with_e12_borrowing_e1():
         source = SPACES[0] if space.id == 12 else space
         np.testing.assert_allclose(got[:, column], space_similarities(by_space, source, context, docs))
     assert context_similarities(by_space, context, []).shape == (0, 13)
+    # the docs as columns (one array per space: the store model's reference sample, retrieval's candidates)
+    columns = FingerprintColumns.from_fingerprints(range(len(docs)), docs)
+    np.testing.assert_array_equal(context_similarities(by_space, context, columns), got)
+    assert context_similarities(by_space, context, columns.take([])).shape == (0, 13)
 
 
 # --- binding = agreement with the context (issue 11.6) -------------------------------------------------------------

@@ -19,6 +19,13 @@ def l2_normalize(v: np.ndarray) -> np.ndarray:
     return (v / np.maximum(norm, _EPS)).astype(np.float32, copy=False)
 
 
+def clip_unit(values: np.ndarray) -> np.ndarray:
+    """Float values held to [0, 1], NaN as 0, in their own dtype: what clip(nan_to_num(v), 0, 1) gives, bit for
+    bit (fmax takes the number over a NaN), in two ufuncs instead of nan_to_num's ~15 µs of Python; the UTL and
+    retrieval call it dozens of times an operation."""
+    return np.fmin(np.fmax(values, 0.0), 1.0)
+
+
 def weighted_mean(states: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Σ wᵢ sᵢ / Σ wᵢ over the rows of `states` [T, H]; zeros when every weight is zero."""
     weights = np.asarray(weights, dtype=np.float32)

@@ -9,7 +9,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from contextgraph.embedders.base import Embedder
+from contextgraph.embedders.vectors import clip_unit
 from contextgraph.fingerprint import SPACES, Fingerprint, Space, sparse
+from contextgraph.storage.fingerprint_columns import FingerprintColumns
+
+Docs = Sequence[Fingerprint] | FingerprintColumns  # columns: each space's vectors already one array
 
 
 def jaccard_many(terms: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
@@ -26,23 +30,23 @@ def jaccard_many(terms: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerprint: Fingerprint,
-                       neighbours: Sequence[Fingerprint]) -> np.ndarray:
+                       neighbours: Docs) -> np.ndarray:
     """Similarities in [0, 1] of `fingerprint` to each neighbour in one space, in that space's own measure."""
-    if not neighbours:
+    if not len(neighbours):
         return np.zeros(0)
-    column = [fp[space.id] for fp in neighbours]
+    column = neighbours[space.id] if isinstance(neighbours, FingerprintColumns) else \
+        [fp[space.id] for fp in neighbours]
     if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
         sims = jaccard_many(sparse(fingerprint[space.id]).indices, [sparse(doc).indices for doc in column])
     else:
         sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)
-    return np.clip(np.nan_to_num(sims), 0.0, 1.0)
+    return clip_unit(sims)
 
 
 LATE_INTERACTION, SEMANTIC = 12, 1
 
 
-def context_similarities(by_space: Mapping[int, Embedder], context: Fingerprint,
-                         docs: Sequence[Fingerprint]) -> np.ndarray:
+def context_similarities(by_space: Mapping[int, Embedder], context: Fingerprint, docs: Docs) -> np.ndarray:
     """[len(docs), 13]: each doc's similarity to `context` in every space's own [0, 1] measure: what binding
     compares with the context's similarities to a sample of the store (gwt.binding.context_agreements). E12
     borrows E1's: MaxSim against a whole reference sample costs more than every other space together."""

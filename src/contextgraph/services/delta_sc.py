@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.embedders.vectors import clip_unit
 from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
@@ -323,14 +324,16 @@ class DeltaScComputer:
         v = np.nan_to_num(np.asarray(fp[1], dtype=np.float64))
         norm = np.linalg.norm(v)
         near = np.argsort(-(cl.centroids @ (v / norm if norm > 0 else v)), kind="stable")[: self.considered]
-        chosen = []
+        starts = np.cumsum([0] + [len(m) for m in cl.members])  # cluster c's rows in prototype_columns
+        chosen, rows = [], []
         for c in near.tolist():
-            keep = [i for i, s in enumerate(cl.members[c]) if s not in exclude]
+            keep = [starts[c] + i for i, s in enumerate(cl.members[c]) if s not in exclude]
             if keep:
-                chosen.append((c, [cl.fingerprints[c][i] for i in keep]))
+                chosen.append((c, keep))
+                rows.extend(keep)
         out: dict[int, list[tuple[np.ndarray, float]]] = {}
-        flat = [f for _, fps in chosen for f in fps]
-        bounds = np.cumsum([0] + [len(fps) for _, fps in chosen])
+        flat = cl.prototype_columns.take(rows)
+        bounds = np.cumsum([0] + [len(keep) for _, keep in chosen])
         for space in SPACES:  # one similarity call per space over every chosen prototype
             if space.id == LATE_INTERACTION:
                 continue
@@ -372,7 +375,7 @@ class DeltaScComputer:
             e5 = by_space[5]
             column = [f[5] for f in fps]
             # like halves (a restatement of its cause, of its effect): a duplicate is not novel
-            causes, effects = (np.clip(np.nan_to_num(s), 0.0, 1.0) for s in e5.restatement(fp[5], column))
+            causes, effects = (clip_unit(s) for s in e5.restatement(fp[5], column))
             return {key: 0.5 * (cal.local_statistic(1.0 - causes, k) + cal.local_statistic(1.0 - effects, k))}
         if sid in SPARSE_SPACES:
             own = sparse(fp[sid])

@@ -128,7 +128,8 @@ class MemoryService:
         """A retriever over the store, with the store model's reference sample for binding (from a worker
         thread: a store without a fitted model fits one here)."""
         store, indexes = self.handle.store, self.handle.indexes
-        reference = self.handle.delta_sc.reference(store, indexes, pipeline.embedders)
+        model = self.handle.delta_sc.model(store, indexes, {e.space: e for e in pipeline.embedders})
+        reference = model.reference_columns  # the store model's uniform sample, one array per space
         purpose = None
         if self.teleology is not None:
             self.teleology.use_embedders(pipeline.embedders)

@@ -118,14 +118,14 @@ class Retriever:
     modulation: Modulation = NEUTRAL
 
     def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings,
-                 reference: Sequence[Fingerprint] = (), purpose: Any = None) -> None:
+                 reference: Sequence[Fingerprint] | FingerprintColumns = (), purpose: Any = None) -> None:
         """`reference`: a uniform sample of stored fingerprints (services.delta_sc: the store model's), what
         the found memories' agreement with the query is normalised against (SPEC §9 binding)."""
         self.store = store
         self.indexes = indexes
         self.embedders = {e.space: e for e in embedders}
         self.settings = settings
-        self.reference = tuple(reference)
+        self.reference = reference if isinstance(reference, FingerprintColumns) else tuple(reference)
         self.purpose = purpose  # the north star's StarView (services.teleology), or None: stage 4 inactive
 
     def run(
@@ -243,7 +243,7 @@ class Retriever:
                   if scores[SEMANTIC][i] >= min_similarity and (keep is None or keep[i])][:top_k]
         records = self.store.get_by_seq([seqs[i] for i in chosen])
         references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
-        agreements = context_agreements(context_similarities(self.embedders, query, [docs[i] for i in chosen]),
+        agreements = context_agreements(context_similarities(self.embedders, query, columns.take(chosen)),
                                         list(references.T))
         for row, (i, record) in enumerate(zip(chosen, records)):
             if record is None:
