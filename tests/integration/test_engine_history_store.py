@@ -47,6 +47,7 @@ async def test_a_store_without_a_saved_history_opens_with_an_empty_one(tmp_path,
     app = build_app(settings)
     try:
         await _call(app, "store_memory", {"content": "one memory", "rationale": WHY})
+        await app.services.storage.writer.submit(lambda: None)  # jobs run in order: the periodic save has run
         store = app.services.storage.store
         store.put_document(DOCUMENT, {})  # as if saved by a version without the history
         app.services.history.dirty = False
