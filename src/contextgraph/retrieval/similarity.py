@@ -5,15 +5,25 @@ with its neighbourhood space by space. Pure numpy: the embedders passed in only 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from contextgraph.embedders.base import Embedder
 from contextgraph.embedders.vectors import clip_unit
 from contextgraph.fingerprint import SPACES, Fingerprint, Space, sparse
-from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
-Docs = Sequence[Fingerprint] | FingerprintColumns  # columns: each space's vectors already one array
+
+class SpaceColumns(Protocol):
+    """Many fingerprints as one column per space (storage's FingerprintColumns): `docs[space]` is that space's
+    vectors, one [n, dim] array for a dense or binary space, so a measure need not stack them."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, space: int) -> Any: ...
+
+
+Docs = Sequence[Fingerprint] | SpaceColumns
 
 
 def jaccard_many(terms: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
@@ -34,8 +44,7 @@ def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerpri
     """Similarities in [0, 1] of `fingerprint` to each neighbour in one space, in that space's own measure."""
     if not len(neighbours):
         return np.zeros(0)
-    column = neighbours[space.id] if isinstance(neighbours, FingerprintColumns) else \
-        [fp[space.id] for fp in neighbours]
+    column = [fp[space.id] for fp in neighbours] if isinstance(neighbours, Sequence) else neighbours[space.id]
     if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
         sims = jaccard_many(sparse(fingerprint[space.id]).indices, [sparse(doc).indices for doc in column])
     else:
