@@ -80,7 +80,7 @@ class ThresholdService:
         self._lock = threading.RLock()
         self.dirty = False
         # the periodic engine save writes this part at most this often (StoreHandle): with its pending
-        # predictions it is ~800 KiB of JSON at 100K, ~25 ms of the GIL, and nearly every search dirties it
+        # predictions it is ~800 KiB of JSON at 100K, ~21 ms of the GIL, and nearly every search dirties it
         self.save_interval_seconds = float(a["save_interval_seconds"])
 
     # -- reads -------------------------------------------------------------------------------------------------
