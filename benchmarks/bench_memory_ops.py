@@ -499,21 +499,19 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
                 result = orig(*a, **k)
             finally:
                 acc.setdefault(label, []).append((perf() - t0) * 1e3)
-            if label.startswith("Retriever.run"):
+            if label.startswith("Retriever.rank"):
                 for key, v in result.stages_ms.items():
                     stages.setdefault(key, []).append(v)
             return result
 
         setattr(owner, name, timed)
 
-    wrap(search_mod.Retriever, "run", "Retriever.run (related memories)")
-    wrap(type(pipeline), "embed", "pipeline.embed")
+    # inject ranks its related memories within the UTL's neighbourhood (Retriever.rank: stages 3-5, no search)
+    wrap(search_mod.Retriever, "rank", "Retriever.rank (related memories)")
+    wrap(type(pipeline), "embed_with_triples", "pipeline.embed_with_triples")
     wrap(IndexSet, "apply", "indexes.apply (on the event loop)")
     wrap(MemoryService, "_novelty", "UTL novelty")
     wrap(LmdbStore, "put", "store.put (synced)")
-    for name, label in (("_similar", "semantic edges"), ("_causal", "causal edges")):
-        if hasattr(MemoryService, name):
-            wrap(MemoryService, name, label)
     total = []
     try:
         for i in range(n + 5):
