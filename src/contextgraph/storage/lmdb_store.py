@@ -55,6 +55,7 @@ from contextgraph.storage.lmdb_check import consistency_problems
 from contextgraph.storage.lmdb_graph import GraphTxn
 from contextgraph.storage.lmdb_keys import U64, decode_oplog, next_seq, present, read_counter, seq_key, session_key
 from contextgraph.storage.locks import RWLock
+from contextgraph.storage.parallel_reads import read_many
 
 SCHEMA_VERSION = b"1"
 DEFAULT_MAP_SIZE = 8 << 30  # a ceiling, not an allocation: the data file is sparse and grows with the data
@@ -102,8 +103,7 @@ class LmdbStore:
             self._env: lmdb.Environment | None = lmdb.open(
                 str(self.path), map_size=map_size, max_dbs=len(_DBS), max_readers=126, lock=True,
                 readonly=readonly, sync=sync, metasync=sync, subdir=True,
-                # MADV_RANDOM: a search's candidate reads are scattered, and read-around made each page fault read
-                # up to read_ahead_kb (8 MiB here): 950 MB a search at 1M, not 4.9 (benchmarks/bench_cold_reads.py)
+                # MADV_RANDOM: read-around made each page fault read read_ahead_kb (bench_cold_reads.py)
                 readahead=False,
             )
             self._db = {}
@@ -389,9 +389,9 @@ class LmdbStore:
             return [None if blob is None else decode_fingerprint_blob(blob, wanted) for blob in blobs]
 
     def fingerprint_columns(self, seqs: Sequence[int], spaces: Sequence[int]) -> FingerprintColumns:
-        with self._read() as txn:
-            db = self._db["fingerprints"]
-            return decode_columns(seqs, [txn.get(seq_key(seq), db=db) for seq in seqs], spaces)
+        with self._read() as txn:  # under the gate: the map cannot move while read_many's threads read
+            db, keys = self._db["fingerprints"], [seq_key(seq) for seq in seqs]
+            return decode_columns(seqs, read_many(txn, self.env, db, keys), spaces)
 
     def count(self) -> int:
         with self._read() as txn:
