@@ -53,6 +53,10 @@ BORROWED: dict[int, Borrowed] = {8: Borrowed(1, cosine_scores), 10: Borrowed(1, 
 DERIVED_SCORE: dict[int, Similarity] = {**{space: t.score for space, t in TIMELINES.items()},
                                         **{space: b.score for space, b in BORROWED.items()}}
 _MAX_DEPTH = 16  # a timeline query's windows stop widening at this many pool sizes each way (TimelineIndex)
+# the windows start at least this deep: with a small pool (size 1) and many memories on one coordinate (one
+# session), 16 × size could not reach past the tie and the pool missed the nearest (a property test found it);
+# IndexSet asks for at least 64, so its pools are as before
+_MIN_DEPTH = 64
 
 
 class _Membership:
@@ -185,7 +189,7 @@ class TimelineIndex(_Membership):
         axes = self._timeline.axes
         q = self._coordinates(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
         sorted_axes, tail = self._view()
-        depth = size
+        depth = start = max(size, _MIN_DEPTH)
         while True:
             parts, cap = [tail], 0.0
             for (values, seqs), axis, x in zip(sorted_axes, axes, q):
@@ -200,7 +204,7 @@ class TimelineIndex(_Membership):
             found = found[self._live[found]]
             near = closeness(q, self._coords[found], axes)
             enough = len(found) >= size
-            if enough and (depth >= _MAX_DEPTH * size
+            if enough and (depth >= _MAX_DEPTH * start
                            or np.partition(near, len(near) - size)[len(near) - size] >= cap):
                 best = np.lexsort((found, -near))[:size]
                 return found[best].tolist()
