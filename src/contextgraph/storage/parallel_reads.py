@@ -45,15 +45,16 @@ def read_many(txn: lmdb.Transaction, env: lmdb.Environment, db: lmdb._Database,
 def get_many(env: lmdb.Environment, db: lmdb._Database, keys: Sequence[bytes],
              threads: int = THREADS) -> list[bytes | None] | None:
     """The values of `keys` in order (None where absent), copied out of the map, each thread in its own read
-    transaction. None when the caller should read them itself: too few keys, or the map was resized under a
-    thread (the caller's own transaction has dealt with that). A thread's snapshot may be newer than the
-    caller's; a stored value only changes by being rewritten whole, so each value is one version or the other."""
+    transaction. None when the caller should read them itself: too few keys, or a thread's transaction failed
+    (the map resized by another process, which the caller's transaction has dealt with; no reader slot left).
+    A thread's snapshot may be newer than the caller's; a stored value only changes by being rewritten whole,
+    so each value is one version or the other."""
     if threads <= 1 or len(keys) < MIN_KEYS:
         return None
     chunks = [keys[i::threads] for i in range(threads)]
     try:
         parts = list(_executor().map(lambda chunk: _fetch(env, db, chunk), chunks))
-    except lmdb.MapResizedError:
+    except lmdb.Error:
         return None
     out: list[bytes | None] = [None] * len(keys)
     for i, part in enumerate(parts):

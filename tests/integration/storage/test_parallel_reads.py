@@ -4,6 +4,7 @@ fingerprint_columns, which uses it, equal to decoding one fingerprint at a time.
 
 from __future__ import annotations
 
+import lmdb
 import numpy as np
 import pytest
 from storage_fakes import fingerprint, record, same_fingerprint
@@ -64,3 +65,17 @@ def test_read_many_reads_the_same_either_way(filled, monkeypatch, cold_seconds):
         expected = [None if v is None else bytes(v) for v in (txn.get(key) for key in keys)]
     assert got == expected and got[-1] is None
     assert len(calls) == (1 if cold_seconds == 0.0 else 0)
+
+
+def test_a_failed_thread_transaction_leaves_the_batch_to_the_caller(filled, monkeypatch):
+    store, seqs = filled
+
+    def no_reader_slot(env, db, keys):
+        raise lmdb.ReadersFullError("no reader slot left")
+
+    monkeypatch.setattr(parallel_reads, "_fetch", no_reader_slot)
+    db = store._db["fingerprints"]
+    assert parallel_reads.get_many(store.env, db, [seq_key(seq) for seq in seqs]) is None
+    monkeypatch.setattr(parallel_reads, "COLD_SECONDS", 0.0)  # every batch "cold": the threads are tried, and fail
+    columns = store.fingerprint_columns(seqs, [1, 12])
+    assert columns.seqs == seqs
