@@ -124,7 +124,7 @@ class DeltaScComputer:
         self.sparse_max_df = float(constitution["retrieval"]["sparse_max_df"])
         self._models = RefitCache("store-model")
         self._deletions = DeletionCount()
-        self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth)
+        self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth, self._deletions)
 
     def close(self) -> None:
         """Stop background refits and wait for the running ones (the store is about to close)."""
@@ -324,10 +324,9 @@ class DeltaScComputer:
         v = np.nan_to_num(np.asarray(fp[1], dtype=np.float64))
         norm = np.linalg.norm(v)
         near = np.argsort(-(cl.centroids @ (v / norm if norm > 0 else v)), kind="stable")[: self.considered]
-        starts = np.cumsum([0] + [len(m) for m in cl.members])  # cluster c's rows in prototype_columns
         chosen, rows = [], []
         for c in near.tolist():
-            keep = [starts[c] + i for i, s in enumerate(cl.members[c]) if s not in exclude]
+            keep = [cl.prototype_starts[c] + i for i, s in enumerate(cl.members[c]) if s not in exclude]
             if keep:
                 chosen.append((c, keep))
                 rows.extend(keep)

@@ -137,6 +137,11 @@ class Clusters:
         flat = [fp for fps in self.fingerprints for fp in fps]
         return FingerprintColumns.from_fingerprints(range(len(flat)), flat)
 
+    @cached_property
+    def prototype_starts(self) -> list[int]:
+        """Cluster c's first row in prototype_columns."""
+        return np.cumsum([0] + [len(m) for m in self.members]).tolist()
+
 
 @dataclass(frozen=True)
 class StoreModel:
@@ -185,11 +190,12 @@ class TranslationFits:
 
     SYNC_BELOW = 500
 
-    def __init__(self, min_examples: int, refit_growth: float) -> None:
+    def __init__(self, min_examples: int, refit_growth: float, deletions: DeletionCount | None = None) -> None:
         self.min_examples = min_examples
         self.refit_growth = refit_growth
         self._cache = RefitCache("transe")
-        self._deletions = DeletionCount()
+        # the store model's counter when given: one read of the new oplog entries serves both models
+        self._deletions = deletions if deletions is not None else DeletionCount()
 
     def get(self, store: Any) -> transe.Translations:
         count = store.triple_count()
