@@ -381,11 +381,11 @@ class LmdbStore:
         return out
 
     def fingerprints(self, seqs: Sequence[int], spaces: Sequence[int] | None = None) -> list[Fingerprint | None]:
-        """One transaction for the batch. Arrays may be read-only: treat them as values, copy to modify."""
+        """One read of the batch (storage.parallel_reads: a few threads when it comes from the disk). Arrays may
+        be read-only: treat them as values, copy to modify."""
         wanted = None if spaces is None else frozenset(spaces)
         with self._read() as txn:
-            db = self._db["fingerprints"]
-            blobs = [txn.get(seq_key(seq), db=db) for seq in seqs]
+            blobs = read_many(txn, self.env, self._db["fingerprints"], [seq_key(seq) for seq in seqs])
             return [None if blob is None else decode_fingerprint_blob(blob, wanted) for blob in blobs]
 
     def fingerprint_columns(self, seqs: Sequence[int], spaces: Sequence[int]) -> FingerprintColumns:

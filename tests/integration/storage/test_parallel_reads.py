@@ -11,6 +11,7 @@ from storage_fakes import fingerprint, record, same_fingerprint
 
 from contextgraph.fingerprint import SPACES
 from contextgraph.storage import parallel_reads
+from contextgraph.storage.codec import decode_fingerprint
 from contextgraph.storage.lmdb_keys import seq_key
 from contextgraph.storage.lmdb_store import LmdbStore
 
@@ -79,3 +80,19 @@ def test_a_failed_thread_transaction_leaves_the_batch_to_the_caller(filled, monk
     monkeypatch.setattr(parallel_reads, "COLD_SECONDS", 0.0)  # every batch "cold": the threads are tried, and fail
     columns = store.fingerprint_columns(seqs, [1, 12])
     assert columns.seqs == seqs
+
+
+@pytest.mark.parametrize("spaces", [None, [1, 6, 12]])
+def test_fingerprints_read_by_threads_equal_one_at_a_time(filled, monkeypatch, spaces):
+    """LmdbStore.fingerprints (the UTL neighbourhood's read) through the threads, against each key decoded alone
+    in one transaction."""
+    store, seqs = filled
+    monkeypatch.setattr(parallel_reads, "COLD_SECONDS", 0.0)  # every batch "cold": the threads read it
+    asked = seqs[::-1] + [10_000]
+    got = store.fingerprints(asked, spaces)
+    db = store._db["fingerprints"]
+    with store.env.begin(db=db, buffers=False) as txn:
+        blobs = [txn.get(seq_key(seq)) for seq in asked]
+    assert got[-1] is None and blobs[-1] is None
+    for fp, blob in zip(got[:-1], blobs[:-1]):
+        assert same_fingerprint(fp, decode_fingerprint(blob, spaces, copy=True))
