@@ -15,7 +15,8 @@ from contextgraph.app import build_services
 from contextgraph.constitution import constitution
 from contextgraph.embedders.pipeline import Draft
 from contextgraph.fingerprint import SPACES
-from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.retrieval.similarity import context_similarities, space_similarities
+from contextgraph.services import operation_pulse
 from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
 from contextgraph.services.memory_payloads import NewMemory
 
@@ -59,6 +60,13 @@ async def test_a_pool_of_the_whole_store_ranks_like_the_indexes(settings):
                     assert np.allclose(scores[space.id], expected, atol=1e-6), space.id  # float32 BLAS order
             for space in DENSE:
                 assert set(pooled[space]) == set(ranked[space]), space
+            # given the pool's similarities (what search_graph's stage 5 measured), the same ranking and scores.
+            # Measured over the same memories: float32 products over another set of rows may round differently,
+            # and E2-E4's near-ties (memories seconds apart) would then break another way
+            measured = dict(zip(kept, context_similarities(by_space, probe, list(kept.values()))))
+            again, kept_again, scores_again = rank_within(by_space, probe, everything, 4, exclude, measured)
+            assert again == pooled and list(kept_again) == list(kept)
+            assert all(np.array_equal(scores_again[space], scores[space]) for space in scores)
             assert pooled[12] == pooled[1] and ranked[12] == ranked[1]
             assert set(fps) <= set(kept)
         answer = {s: everything[s] for s in list(everything)[:3]}
@@ -66,5 +74,32 @@ async def test_a_pool_of_the_whole_store_ranks_like_the_indexes(settings):
                                       pool=answer)
         assert len(utl.delta_s) == 13 and all(0.0 <= v <= 1.0 for v in utl.delta_s + utl.delta_c)
         assert not np.isnan(utl.learning_score)
+    finally:
+        services.close()
+
+
+async def test_a_search_pulse_from_its_measured_similarities_equals_one_that_measures_them(settings):
+    """search_graph hands its answer's per-space similarities (Found.similarities) to the pulse's UTL instead of
+    having rank_within measure them again: the UTL must come out the same, value for value."""
+    services = build_services(settings, constitution(), log.LogRing(100))
+    services.storage.open()
+    try:
+        for text in TEXTS:
+            await services.memory.store(NewMemory(text, "a memory for the neighbourhood test"))
+        pipeline = await services.perception.pipeline()
+        by_space = {e.space: e for e in pipeline.embedders}
+        text = "why did the migration time out"
+        (query,) = pipeline.embed([Draft(text, timestamp=time.time())])
+        found = services.memory._retriever(pipeline).run(query, 5, query_text=text).found  # as search_graph runs it
+        assert len(found) >= 3
+        answer = {f.record.seq: f.fingerprint for f in found}
+        measured = {f.record.seq: f.similarities for f in found}
+        assert np.array_equal(np.stack(list(measured.values())),
+                              context_similarities(by_space, query, list(answer.values())))
+        handle = services.storage
+        given = operation_pulse.score(handle, pipeline.embedders, query, pool=answer, pool_similarities=measured)
+        computed = operation_pulse.score(handle, pipeline.embedders, query, pool=answer)
+        assert given.delta_s == computed.delta_s and given.delta_c == computed.delta_c
+        assert given.learning_score == computed.learning_score
     finally:
         services.close()

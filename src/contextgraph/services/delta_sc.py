@@ -266,17 +266,20 @@ class DeltaScComputer:
                 exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
                 triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
                 importance: float | None = None, tau: Sequence[float] | None = None,
-                pool: Mapping[int, Fingerprint] | None = None) -> DeltaSc:
+                pool: Mapping[int, Fingerprint] | None = None,
+                pool_similarities: Mapping[int, np.ndarray] | None = None) -> DeltaSc:
         """φ is the memory's own binding spread (D19), not the network's. wₑ = 0.5 + `importance` when given,
         else `emotional_weight`; τ uniform unless given. `pool` ({seq: fingerprint}): draw the neighbours
-        from it instead of the indexes (services.delta_sc_pool: a search's answer)."""
+        from it instead of the indexes (a search's answer), with their similarities to `fingerprint` when
+        `pool_similarities` has them (rank_within)."""
         started = time.perf_counter()
         by_space = {e.space: e for e in embedders}
         known: dict[int, np.ndarray] = {}  # per space, the similarities of its ranked neighbours when known
         if pool is None:
             ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)
         else:
-            ranked, neighbourhood, known = rank_within(by_space, fingerprint, pool, 2 * self.k, exclude)
+            ranked, neighbourhood, known = rank_within(by_space, fingerprint, pool, 2 * self.k, exclude,
+                                                       pool_similarities)
         timings = {"neighbours": _ms(started)}
         model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
         timings["model"] = _ms(started) - timings["neighbours"]

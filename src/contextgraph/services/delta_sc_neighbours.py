@@ -51,20 +51,26 @@ def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude
 
 
 def rank_within(by_space: Mapping[int, Any], fingerprint: Fingerprint, pool: Mapping[int, Fingerprint],
-                want: int, exclude: frozenset[int] = frozenset()) -> tuple[dict[int, list[int]],
-                                                                        dict[int, Fingerprint],
-                                                                        dict[int, np.ndarray]]:
+                want: int, exclude: frozenset[int] = frozenset(),
+                similarities: Mapping[int, np.ndarray] | None = None) -> tuple[dict[int, list[int]],
+                                                                                dict[int, Fingerprint],
+                                                                                dict[int, np.ndarray]]:
     """The `want` most similar of `pool` per space (`exclude` left out): the shape of index_neighbours, plus
-    each ranked list's similarities (space_similarities, best first), which the UTL then need not recompute."""
+    each ranked list's similarities (space_similarities, best first), which the UTL then need not recompute.
+    `similarities` ({seq: [13]}, E1..E13, as retrieval.similarity.context_similarities gives them): each pooled
+    memory's similarities to `fingerprint` when the caller has measured them already (search_graph's stage 5
+    did, for its answer's agreements); otherwise they are computed here, the same way."""
     kept = {seq: fp for seq, fp in pool.items() if seq not in exclude}
     seqs = list(kept)
     fps = [kept[s] for s in seqs]
+    known = np.array([similarities[s] for s in seqs], dtype=np.float64).reshape(len(seqs), len(SPACES)) \
+        if similarities is not None else None
     ranked: dict[int, list[int]] = {}
     scores: dict[int, np.ndarray] = {}
     for space in SPACES:
         if space.id == LATE_INTERACTION:
             continue
-        sims = space_similarities(by_space, space, fingerprint, fps)
+        sims = known[:, space.id - 1] if known is not None else space_similarities(by_space, space, fingerprint, fps)
         best = np.argsort(-sims, kind="stable")[:want]
         ranked[space.id] = [seqs[i] for i in best.tolist()]
         scores[space.id] = sims[best]

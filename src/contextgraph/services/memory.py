@@ -97,7 +97,10 @@ class MemoryService:
                                                       stage4=stage4)
             # D16: the query's novelty against its answer, and the answer's coherence, move the pulse
             answer = {f.record.seq: f.fingerprint for f in retrieval.found}  # as stage 3 read them
-            utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer)
+            # and their similarities to the query, measured by retrieval for the agreements: not measured again
+            measured = {f.record.seq: f.similarities for f in retrieval.found if f.similarities is not None}
+            utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer,
+                                        pool_similarities=measured if len(measured) == len(answer) else None)
             return Searched(query, retrieval, breakdown, embed_ms), utl
 
         searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)

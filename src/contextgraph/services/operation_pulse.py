@@ -34,14 +34,16 @@ from contextgraph.services.store_handle import StoreHandle
 def score(storage: StoreHandle, embedders: Sequence[Any], fingerprint: Fingerprint, *,
           exclude: frozenset[int] = frozenset(), importance: float | None = None,
           edge_weights: Sequence[float] = (), own_triples: Sequence[Any] = (),
-          pool: Mapping[int, Fingerprint] | None = None) -> DeltaSc:
+          pool: Mapping[int, Fingerprint] | None = None,
+          pool_similarities: Mapping[int, np.ndarray] | None = None) -> DeltaSc:
     """The UTL of `fingerprint` against the store, or against `pool` ({seq: fingerprint}) when given (in the
-    caller's worker thread)."""
+    caller's worker thread), whose similarities to it `pool_similarities` may hold ({seq: [13]})."""
     state = storage.cognition.snapshot()
     return storage.delta_sc.compute(storage.store, storage.indexes, embedders, fingerprint,
                                     coherence_history=state["coherence_history"], exclude=exclude,
                                     edge_weights=edge_weights, triples=own_triples, own_triples=own_triples,
-                                    importance=importance, pool=pool)
+                                    importance=importance, pool=pool,
+                                    pool_similarities=pool_similarities)
 
 
 def fold(storage: StoreHandle, results: Sequence[DeltaSc]) -> None:

@@ -91,6 +91,9 @@ class Found:
     space_ranks: dict[int, int] = field(default_factory=dict)
     # per-space agreement with the query in [0, 1] (E1..E13): what the workspace binds on (gwt.binding)
     agreements: tuple[float, ...] = ()
+    # per-space similarity to the query in [0, 1] (E1..E13, E12 as E1: context_similarities), what the agreements
+    # rank against the reference sample; the search's pulse reuses them (operation_pulse)
+    similarities: np.ndarray | None = field(default=None, repr=False)
     alignment: float | None = None  # to the north star (None: no star, or stage 4 turned off)
     # its fingerprint as stage 3 read it (views into the candidates' columns: treat as values)
     fingerprint: Fingerprint = field(default_factory=dict, repr=False)
@@ -243,8 +246,8 @@ class Retriever:
                   if scores[SEMANTIC][i] >= min_similarity and (keep is None or keep[i])][:top_k]
         records = self.store.get_by_seq([seqs[i] for i in chosen])
         references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
-        agreements = context_agreements(context_similarities(self.embedders, query, columns.take(chosen)),
-                                        list(references.T))
+        similarities = context_similarities(self.embedders, query, columns.take(chosen))  # [chosen, 13]
+        agreements = context_agreements(similarities, list(references.T))
         for row, (i, record) in enumerate(zip(chosen, records)):
             if record is None:
                 continue
@@ -254,6 +257,7 @@ class Retriever:
                 similarity=round(float(scores[SEMANTIC][i]), 6),
                 space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
                 agreements=tuple(agreements[row].tolist()),
+                similarities=similarities[row],
                 alignment=None if alignments is None else round(float(alignments[i]), 6),
                 fingerprint=docs[i],
             ))
