@@ -3,9 +3,10 @@
 Opens DIR as the server does, makes --warmup calls (the store model's fit after opening runs beside the first
 few dozen), then times --calls calls through the real MCP SDK client in-process. search_graph asks for
 `include_breakdown`, so each call's stage times come back with it; every call also records how long the service
-spent in the pieces around retrieval (the embedding, the UTL, the results listeners), timed by
-wrapping those functions. The slowest calls are printed with both, which is how the ATC outcome log's
-re-sort and the awaited engine save were found (benchmarks/README, issue 19.4, fourth pass).
+spent in the pieces around retrieval (the embedding, the UTL, the results listeners) and, for a store, in its
+edge rules, synced commit and index inserts, timed by wrapping those functions. The slowest calls are printed
+with both, which is how the ATC outcome log's re-sort and the awaited engine save were found (benchmarks/README,
+issue 19.4, fourth pass).
 
     .venv/bin/python benchmarks/bench_call_tail.py --home /tmp/cg100k --tool search_graph --calls 200
     PYTHONPATH=<worktree>/src .venv/bin/python benchmarks/bench_call_tail.py ...   # another version, A/B
@@ -57,17 +58,26 @@ def timed(owner: Any, name: str, label: str) -> None:
 
 def instrument() -> None:
     from contextgraph.services import operation_pulse
+    from contextgraph.services.auto_edges import AutoEdgeRules
     from contextgraph.services.delta_sc import DeltaScComputer
     from contextgraph.services.memory import MemoryService
     from contextgraph.services.perception import Perception
     from contextgraph.services.search import Retriever
+    from contextgraph.storage.indexes import IndexSet
+    from contextgraph.storage.lmdb_store import LmdbStore
 
     timed(Perception, "embed_query", "embed_query")
     timed(Perception, "fingerprints", "embedding")  # every embedding, a search's query included
     timed(Retriever, "run", "retrieval")
+    timed(Retriever, "rank", "related_rank")  # inject_context's stages 3-5 over its neighbourhood
     timed(operation_pulse, "score", "pulse_utl")
     timed(DeltaScComputer, "compute", "utl_compute")
     timed(MemoryService, "_compete", "workspace_compete")
+    # a store's other pieces: the automatic edges' searches, the synced commit, the index inserts
+    timed(AutoEdgeRules, "similar", "edges_similar")
+    timed(AutoEdgeRules, "causal", "edges_causal")
+    timed(LmdbStore, "put", "commit_put")
+    timed(IndexSet, "apply", "index_apply")
 
 
 def arguments(tool: str, text: str) -> dict[str, Any]:

@@ -67,6 +67,8 @@ async def test_a_pool_of_the_whole_store_ranks_like_the_indexes(settings):
             again, kept_again, scores_again = rank_within(by_space, probe, everything, 4, exclude, measured)
             assert again == pooled and list(kept_again) == list(kept)
             assert all(np.array_equal(scores_again[space], scores[space]) for space in scores)
+            partial = dict(list(measured.items())[1:])  # one pooled memory not measured: all are measured here
+            assert rank_within(by_space, probe, everything, 4, exclude, partial)[0] == pooled
             assert pooled[12] == pooled[1] and ranked[12] == ranked[1]
             assert set(fps) <= set(kept)
         answer = {s: everything[s] for s in list(everything)[:3]}

@@ -5,10 +5,11 @@ index_neighbours  every indexed space's own index (E12, which has none, borrows 
                   in more than `sparse_max_df` of the memories, as search_graph's stage 1 does (their postings
                   are the longest and their idf the smallest: the neighbourhood's cost at 10K), unless that
                   leaves fewer than `want` hits (a small store, where every term is that common)
-rank_within       a pool the caller already holds, ranked per space by the space's own similarity. search_graph
-                  scores its query's UTL for the pulse (SPEC D16) against the memories it answers with, so the
-                  index searches and the neighbourhood read (most of the UTL's cost) are skipped, and ΔS/ΔC say
-                  how novel the query is against its answer and how coherent that answer is around it
+rank_within       a pool the caller already holds, ranked per space by the space's own similarity (as the caller
+                  measured it, when it did). search_graph scores its query's UTL for the pulse (SPEC D16) against
+                  the memories it answers with, so the index searches and the neighbourhood read (most of the
+                  UTL's cost) are skipped, and ΔS/ΔC say how novel the query is against its answer and how
+                  coherent that answer is around it; retrieval has measured their similarities to the query
 """
 
 from __future__ import annotations
@@ -58,13 +59,14 @@ def rank_within(by_space: Mapping[int, Any], fingerprint: Fingerprint, pool: Map
     """The `want` most similar of `pool` per space (`exclude` left out): the shape of index_neighbours, plus
     each ranked list's similarities (space_similarities, best first), which the UTL then need not recompute.
     `similarities` ({seq: [13]}, E1..E13, as retrieval.similarity.context_similarities gives them): each pooled
-    memory's similarities to `fingerprint` when the caller has measured them already (search_graph's stage 5
-    did, for its answer's agreements); otherwise they are computed here, the same way."""
+    memory's similarities to `fingerprint` when the caller has measured them already (search_graph's retrieval
+    did, for its answer's agreements); computed here the same way when absent or missing a pooled memory."""
     kept = {seq: fp for seq, fp in pool.items() if seq not in exclude}
     seqs = list(kept)
     fps = [kept[s] for s in seqs]
-    known = np.array([similarities[s] for s in seqs], dtype=np.float64).reshape(len(seqs), len(SPACES)) \
-        if similarities is not None else None
+    known = None
+    if similarities is not None and all(s in similarities for s in seqs):
+        known = np.array([similarities[s] for s in seqs], dtype=np.float64).reshape(len(seqs), len(SPACES))
     ranked: dict[int, list[int]] = {}
     scores: dict[int, np.ndarray] = {}
     for space in SPACES:

@@ -100,7 +100,7 @@ class MemoryService:
             # and their similarities to the query, measured by retrieval for the agreements: not measured again
             measured = {f.record.seq: f.similarities for f in retrieval.found if f.similarities is not None}
             utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer,
-                                        pool_similarities=measured if len(measured) == len(answer) else None)
+                                        pool_similarities=measured)
             return Searched(query, retrieval, breakdown, embed_ms), utl
 
         searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
