@@ -39,22 +39,48 @@ def frequencies(seed: int = SEED) -> np.ndarray:
 
 
 _OMEGA = frequencies().reshape(-1)  # [S·K], scale-major, as the embedder lays them out
-_DECODE_STEPS = 8  # slowest frequencies walked by decode_times: each narrows the time to a fraction of its period
+# Each block's dot is a mean over its K frequencies (1/K), and the blocks are averaged (1/S).
+_AMPLITUDE = np.full(_OMEGA.shape, np.sqrt(1.0 / _OMEGA.size))
+_DECODE_RATIO = 8.0  # each frequency decode_times walks is at least this many times the one before
+
+
+def _decode_chain(omega: np.ndarray, ratio: float = _DECODE_RATIO) -> list[int]:
+    """The frequencies decode_times walks, slowest to fastest: from the slowest, each next one at least `ratio`
+    times faster, and the fastest last. A step is safe while the time known so far times the next frequency is
+    well under π; from float32 phases (~1e-7 rad) the time after a step is known to ~1e-7/ω, so any ratio below
+    ~10⁶ would do, and the fastest frequency fixes the time to microseconds."""
+    order = np.argsort(omega).tolist()
+    chain = [order[0]]
+    for j in order[1:-1]:
+        if omega[j] >= ratio * omega[chain[-1]]:
+            chain.append(j)
+    return chain + [order[-1]]
+
+
+_CHAIN = _decode_chain(_OMEGA)
 
 
 def decode_times(vectors: np.ndarray) -> np.ndarray:
     """float64 [n]: the timestamps that E2 vectors ([n, dim] or [dim]) were made from, read back from their phases
     (the timeline index keeps these 8 bytes instead of the 512 floats). The slowest frequency's phase fixes the
-    time within its period (decades: see tests); each next-slowest one then fixes its own whole number of turns
-    from the estimate so far and sharpens it. Exact to a fraction of a second from float32 vectors."""
+    time within its period (decades: see tests); each faster one on the chain then fixes its own whole number of
+    turns from the estimate so far and sharpens it. To a few microseconds from float32 vectors, so encode_times
+    of the result gives back the stored vectors to float32 rounding (the timeline index re-scores on them)."""
     omega = _OMEGA
     phases = np.atleast_2d(sinusoid_phases(vectors))
-    order = np.argsort(omega)[:_DECODE_STEPS]
+    order = _CHAIN
     t = phases[:, order[0]] / omega[order[0]]
     for j in order[1:]:
         turns = np.round((omega[j] * t - phases[:, j]) / (2.0 * np.pi))
         t = (phases[:, j] + 2.0 * np.pi * turns) / omega[j]
     return t + EPOCH_S
+
+
+def encode_times(timestamps: np.ndarray) -> np.ndarray:
+    """float32 [n, dim]: the E2 vectors of these timestamps (the embedder's own; the timeline index re-scores its
+    pools on them, made from the times decode_times reads back, instead of reading the stored vectors)."""
+    t = np.asarray(timestamps, dtype=np.float64).reshape(-1, 1) - EPOCH_S
+    return sinusoid_features(t * _OMEGA, _AMPLITUDE)
 
 
 def _recency(gap: np.ndarray) -> np.ndarray:
@@ -81,14 +107,8 @@ class TemporalRecentEmbedder:
         f"{FREQUENCIES_PER_SCALE} stratified Cauchy frequencies each, seed {SEED}"
     )
 
-    def __init__(self) -> None:
-        self._omega = _OMEGA
-        # Each block's dot is a mean over its K frequencies (1/K), and the blocks are averaged (1/S).
-        self._amplitude = np.full(self._omega.shape, np.sqrt(1.0 / self._omega.size))
-
     def embed_times(self, timestamps: np.ndarray) -> np.ndarray:
-        t = np.asarray(timestamps, dtype=np.float64).reshape(-1, 1) - EPOCH_S
-        return sinusoid_features(t * self._omega, self._amplitude)
+        return encode_times(timestamps)
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
         return list(self.embed_times(np.array([item.timestamp for item in items], dtype=np.float64)))

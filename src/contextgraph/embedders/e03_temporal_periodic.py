@@ -67,6 +67,19 @@ def block_slices() -> dict[str, slice]:
     return out
 
 
+_ORDERS = [np.arange(1, h + 1, dtype=np.float64) for _, h, _ in CYCLES]
+_AMPLITUDES = [np.sqrt(harmonic_weights(h, lv) / len(CYCLES)) for _, h, lv in CYCLES]
+
+
+def encode_phases(phases: np.ndarray) -> np.ndarray:
+    """float32 [n, dim]: the E3 vectors of the cycles' phases [n, 3] (the embedder's own; the timeline index
+    re-scores its pools on them, made from the phases decode_phases reads back, instead of reading the stored
+    vectors)."""
+    theta = np.asarray(phases, dtype=np.float64).reshape(-1, len(CYCLES))
+    return np.concatenate([sinusoid_features(theta[:, [c]] * orders, amplitude)
+                           for c, (orders, amplitude) in enumerate(zip(_ORDERS, _AMPLITUDES))], axis=1)
+
+
 def decode_phases(vectors: np.ndarray) -> np.ndarray:
     """float64 [n, 3]: each cycle's phase θ in [0, 2π) read back from E3 vectors ([n, dim] or [dim]): the angle of
     its first harmonic (k = 1, whose phase is θ itself). The timeline index keeps these instead of the vectors."""
@@ -101,17 +114,8 @@ class TemporalPeriodicEmbedder:
         "Fejér-mixture weighted, unit norm"
     )
 
-    def __init__(self) -> None:
-        self._orders = [np.arange(1, h + 1, dtype=np.float64) for _, h, _ in CYCLES]
-        self._amplitudes = [np.sqrt(harmonic_weights(h, lv) / len(CYCLES)) for _, h, lv in CYCLES]
-
     def embed_time(self, timestamp: float) -> np.ndarray:
-        phases = cycle_phases(timestamp)
-        blocks = [
-            sinusoid_features(theta * orders, amplitude)
-            for theta, orders, amplitude in zip(phases, self._orders, self._amplitudes)
-        ]
-        return np.concatenate(blocks)
+        return encode_phases(np.array([cycle_phases(timestamp)]))[0]
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
         return [self.embed_time(item.timestamp) for item in items]

@@ -35,6 +35,14 @@ def positional_encoding(positions: np.ndarray, base: float, dim: int = BLOCK_DIM
     return sinusoid_features(phases, amplitude)
 
 
+def encode_positions(positions: np.ndarray) -> np.ndarray:
+    """float32 [n, dim]: the E4 vectors of (session, global) positions [n, 2], as decode_positions gives them back
+    (the embedder's own; whole positions, so the very vectors that were stored)."""
+    p = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+    halves = (positional_encoding(p[:, 0], SESSION_BASE), positional_encoding(p[:, 1], GLOBAL_BASE))
+    return (np.concatenate(halves, axis=1) / np.sqrt(2.0)).astype(np.float32)
+
+
 _DECODE_STEPS = 6  # slowest frequencies walked per block by decode_positions
 
 
@@ -79,8 +87,8 @@ class TemporalPositionalEmbedder:
     )
 
     def embed_positions(self, session: np.ndarray, global_: np.ndarray) -> np.ndarray:
-        halves = (positional_encoding(session, SESSION_BASE), positional_encoding(global_, GLOBAL_BASE))
-        return (np.concatenate(halves, axis=1) / np.sqrt(2.0)).astype(np.float32)
+        return encode_positions(np.stack([np.asarray(session, dtype=np.float64).ravel(),
+                                          np.asarray(global_, dtype=np.float64).ravel()], axis=1))
 
     def embed_batch(self, items: Sequence[MemoryInput]) -> list[np.ndarray]:
         session = np.array([item.session_position for item in items], dtype=np.float64)

@@ -9,8 +9,14 @@ their candidates without one.
                E10 is E1 with a modality one-hot appended, so both rank like E1 (bench_derived_spaces.py:
                recall@10 from E1's top 50, 1.000 and 0.998); it keeps only which memories it holds
 
-Both only propose a pool; IndexSet re-scores the pool on the stored vectors with the space's own measure, so the
-scores are the exact ones, and so is the order whenever the space's true nearest are in the pool.
+Both only propose a pool; IndexSet re-scores the pool with the space's own measure, so the order is the space's
+whenever its true nearest are in the pool. E8 and E10 are re-scored on the stored vectors. E2-E4 on the vectors
+their embedders make from the coordinates the index holds, with no read: E4's positions are whole numbers, so
+those are the stored vectors bit for bit; E3's phases and E2's times come back to float32 rounding, so their
+scores differ from the stored vectors' by at most ~2e-7 and ~6e-8 (3,000 memories of a 30K store). The UTL then
+measures the chosen neighbours on their stored vectors: only which of two near-equal neighbours is chosen can
+differ. (E2 coordinates saved before decode_times walked up to its fastest frequency are good to ~1 s, ~1e-4 of
+a score, until the index set is rebuilt.)
 
 Labels are memory seqs and per-seq state sits in arrays indexed by seq (no per-memory Python objects). A cache,
 rebuildable from the store. Not thread-safe for mutation: IndexSet serialises mutation against searches.
@@ -35,8 +41,9 @@ Similarity = Callable[[np.ndarray, Sequence[np.ndarray]], np.ndarray]  # (query,
 
 class Timeline(NamedTuple):
     decode: Callable[[np.ndarray], np.ndarray]  # vectors [n, dim] → coordinates float64 [n, axes] (or [n])
+    encode: Callable[[np.ndarray], np.ndarray]  # coordinates [n, axes] → the embedder's vectors [n, dim]
     axes: tuple[Axis, ...]  # closeness = Σ over the axes of kernel(gap): embedders.axes
-    score: Similarity  # the measure a pool is re-scored with on the stored vectors: the embedder's own
+    score: Similarity  # the measure a pool is re-scored with, on the vectors `encode` makes: the embedder's own
 
 
 class Borrowed(NamedTuple):
@@ -45,9 +52,12 @@ class Borrowed(NamedTuple):
 
 
 TIMELINES: dict[int, Timeline] = {
-    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.AXES, dot_scores),
-    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.AXES, cosine_scores),
-    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.AXES, cosine_scores),
+    2: Timeline(e02_temporal_recent.decode_times, e02_temporal_recent.encode_times, e02_temporal_recent.AXES,
+                dot_scores),
+    3: Timeline(e03_temporal_periodic.decode_phases, e03_temporal_periodic.encode_phases,
+                e03_temporal_periodic.AXES, cosine_scores),
+    4: Timeline(e04_temporal_positional.decode_positions, e04_temporal_positional.encode_positions,
+                e04_temporal_positional.AXES, cosine_scores),
 }
 BORROWED: dict[int, Borrowed] = {8: Borrowed(1, cosine_scores), 10: Borrowed(1, cosine_scores)}
 DERIVED_SCORE: dict[int, Similarity] = {**{space: t.score for space, t in TIMELINES.items()},
@@ -161,6 +171,10 @@ class TimelineIndex(_Membership):
         if self._sorted is not None:  # else the next query sorts everything anyway
             self._tail.extend(labels[~held].tolist())  # one held already is in the axes or the tail
         self._mark(labels)
+
+    def vectors(self, seqs: np.ndarray) -> np.ndarray:
+        """float32 [len(seqs), dim]: the held memories' vectors, made from their coordinates by the embedder."""
+        return self._timeline.encode(self._coords[np.asarray(seqs, dtype=np.int64)])
 
     def settle(self) -> None:
         """Do now the sorting the next query would do (IndexSet calls it off the request path)."""

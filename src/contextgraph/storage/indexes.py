@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -131,21 +132,30 @@ class IndexSet:
 
     def _rescore(self, queries: Mapping[int, np.ndarray], pools: Mapping[int, list[int]],
                  k: int) -> dict[int, list[tuple[int, float]]]:
-        """Each derived space's k nearest: its pool scored on the stored vectors with the space's measure (ties
-        by seq). One read of every pool's memories, in all those spaces: the pools overlap (the E1 graph's
-        for E8/E10, the latest memories for E2/E4)."""
-        union = list(dict.fromkeys(seq for pool in pools.values() for seq in pool))
-        found = self._source(None).fingerprint_columns(union, list(pools)) if union else None
+        """Each derived space's k nearest: its pool scored with the space's measure (ties by seq). E2-E4 on the
+        vectors their embedders make from the timeline's coordinates (derived_index: no read); E8/E10 on the
+        stored vectors, one read of both pools' memories (E1's graph proposes the same ones for both)."""
+        stored = {space: pool for space, pool in pools.items()
+                  if not isinstance(self._indexes[space], TimelineIndex)}
+        union = list(dict.fromkeys(seq for pool in stored.values() for seq in pool))
+        found = self._source(None).fingerprint_columns(union, list(stored)) if union else None
         row_of = {seq: i for i, seq in enumerate(found.seqs)} if found is not None else {}
         found_seqs = np.asarray(found.seqs if found is not None else [], dtype=np.int64)
         out: dict[int, list[tuple[int, float]]] = {}
         for space, pool in pools.items():
-            rows = np.array([row_of[seq] for seq in pool if seq in row_of], dtype=np.intp)
-            if found is None or not len(rows):
+            index = self._indexes[space]
+            vectors: Any  # [n, dim]: made from the coordinates, or a column of the read
+            if isinstance(index, TimelineIndex):
+                seqs = np.asarray(pool, dtype=np.int64)
+                vectors = index.vectors(seqs)
+            else:
+                rows = np.array([row_of[seq] for seq in pool if seq in row_of], dtype=np.intp)
+                seqs = found_seqs[rows]
+                vectors = found[space][rows] if found is not None and len(rows) else None
+            if vectors is None or not len(seqs):
                 out[space] = []
                 continue
-            scores = DERIVED_SCORE[space](queries[space], found[space][rows])  # a column is one [n, dim] array
-            seqs = found_seqs[rows]
+            scores = DERIVED_SCORE[space](queries[space], vectors)
             best = np.lexsort((seqs, -scores))[:k]
             out[space] = list(zip(seqs[best].tolist(), scores[best].tolist()))
         return out

@@ -437,8 +437,9 @@ def test_apply_after_catch_up_passed_a_deleted_memory_does_not_resurrect_it(tmp_
 
 def test_derived_spaces_answer_the_exact_nearest_from_their_pools(tmp_path):
     """E2-E4, E8 and E10 keep no vectors (issue 19.5): their k nearest come from a pool (timeline coordinates,
-    E1's graph) re-scored on the stored vectors, and equal a brute-force search over the live store, saved and
-    loaded or not."""
+    E1's graph) re-scored with the space's measure (E8/E10 on the stored vectors, E2-E4 on the vectors their
+    embedders make from the coordinates), and equal a brute-force search over the live store's stored vectors,
+    saved and loaded or not."""
     rng = np.random.default_rng(21)
     with LmdbStore(tmp_path / "db") as store:
         stored = _fill(store, rng, 400, tokens=1)

@@ -131,3 +131,20 @@ def test_borrowed_index_holds_membership_only(tmp_path):
     index.save(tmp_path / "e08.borrowed.npz")
     loaded = BorrowedIndex.load(tmp_path / "e08.borrowed.npz")
     assert loaded.seqs().tolist() == [5, 9] and loaded.leader == 1
+
+
+@pytest.mark.parametrize("space", [2, 3, 4])
+def test_a_timeline_makes_its_memories_vectors_from_their_coordinates(space):
+    """What IndexSet re-scores a timeline pool on, with no read: E4's stored vectors bit for bit, E2's and E3's to
+    float32 rounding."""
+    rng = np.random.default_rng(space)
+    vectors = _vectors(space, rng, 300, 2 * 365 * 86_400.0)
+    index = TimelineIndex(space, vectors.shape[1])
+    seqs = np.arange(1, 301) * 3  # labels need not be dense
+    index.add(seqs.tolist(), vectors)
+    made = index.vectors(seqs[::-1])
+    assert made.dtype == np.float32 and made.shape == vectors.shape
+    if space == 4:
+        assert np.array_equal(made, vectors[::-1])
+    else:
+        assert np.abs(made - vectors[::-1]).max() < 1e-6
