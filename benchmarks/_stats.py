@@ -5,12 +5,15 @@ Not a test module; nothing here is collected by pytest (testpaths = ["tests"])."
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import inspect
 import json
 import math
 import os
 import platform
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +114,32 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     print(f"[{name}] wrote {path.relative_to(REPO_ROOT)}  "
           f"({m['platform']}, {m['nproc']} CPUs, Python {m['python']}, {m['date']})")
     return path
+
+
+def time_method(owner: Any, name: str, label: str, times: dict[str, list[float]],
+                on_result: Callable[[Any], None] | None = None) -> Callable[[], None]:
+    """Wrap owner.name (sync or async) so that each call's milliseconds are appended to times[label], and its
+    result handed to `on_result` when given; whichever thread it runs in. Returns what puts the original back."""
+    original = getattr(owner, name)
+    if inspect.iscoroutinefunction(original):
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = await original(*args, **kwargs)
+            finally:
+                times.setdefault(label, []).append((time.perf_counter() - started) * 1000)
+            if on_result is not None:
+                on_result(result)
+            return result
+    else:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = original(*args, **kwargs)
+            finally:
+                times.setdefault(label, []).append((time.perf_counter() - started) * 1000)
+            if on_result is not None:
+                on_result(result)
+            return result
+    setattr(owner, name, functools.update_wrapper(wrapper, original))
+    return lambda: setattr(owner, name, original)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import itertools
 import json
 import sys
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _stats import write_result
+from _stats import time_method, write_result
 from _workload import bench_settings, function_pairs, percentile, realistic_texts
 
 PIECES: dict[str, list[float]] = defaultdict(list)  # label → ms of each timed call to that piece
@@ -38,22 +37,7 @@ PIECES: dict[str, list[float]] = defaultdict(list)  # label → ms of each timed
 
 def timed(owner: Any, name: str, label: str) -> None:
     """Wrap owner.name (sync or async) so that each call's milliseconds land in PIECES[label]."""
-    f = getattr(owner, name)
-    if asyncio.iscoroutinefunction(f):
-        async def wrapper(*args: Any, **kwargs: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return await f(*args, **kwargs)
-            finally:
-                PIECES[label].append((time.perf_counter() - t) * 1000)
-    else:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return f(*args, **kwargs)
-            finally:
-                PIECES[label].append((time.perf_counter() - t) * 1000)
-    setattr(owner, name, functools.update_wrapper(wrapper, f))
+    time_method(owner, name, label, PIECES)
 
 
 def instrument() -> None:

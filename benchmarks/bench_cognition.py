@@ -53,12 +53,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anyio
-from _stats import format_summary, summarize, write_result
+from _stats import format_summary, summarize, time_method, write_result
 from _workload import bench_settings, blas_threads, function_pairs, realistic_texts
 from bench_memory_ops import Filler
 
@@ -236,9 +237,6 @@ async def measure_size(app: Any, client: Any, texts: Any, queries: Any, args: ar
 async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     """In-process `MemoryService.inject` (related_k 5, no MCP), n calls after 5 unmeasured ones, with timers
     wrapped around the parts it calls (in whichever thread they run; removed afterwards). Adds n + 5 memories."""
-    import functools
-    import inspect
-
     from contextgraph.embedders.pipeline import FingerprintPipeline as Pipeline
     from contextgraph.services import search as search_mod
     from contextgraph.services.delta_sc import DeltaScComputer
@@ -248,31 +246,11 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     from contextgraph.storage.lmdb_store import LmdbStore
 
     acc: dict[str, list[float]] = {}
-    originals: list[tuple[Any, str, Any]] = []
+    restores: list[Callable[[], None]] = []
 
     def wrap(owner: Any, name: str, label: str) -> None:
-        if not hasattr(owner, name):
-            return
-        orig = getattr(owner, name)
-        originals.append((owner, name, orig))
-        if inspect.iscoroutinefunction(orig):
-            @functools.wraps(orig)
-            async def timed_async(*a: Any, **k: Any) -> Any:
-                t0 = perf()
-                try:
-                    return await orig(*a, **k)
-                finally:
-                    acc.setdefault(label, []).append((perf() - t0) * 1e3)
-            setattr(owner, name, timed_async)
-        else:
-            @functools.wraps(orig)
-            def timed(*a: Any, **k: Any) -> Any:
-                t0 = perf()
-                try:
-                    return orig(*a, **k)
-                finally:
-                    acc.setdefault(label, []).append((perf() - t0) * 1e3)
-            setattr(owner, name, timed)
+        if hasattr(owner, name):
+            restores.append(time_method(owner, name, label, acc))
 
     wrap(Pipeline, "embed_with_triples", "embed (pipeline.embed_with_triples)")
     wrap(MemoryService, "_novelty", "UTL (_novelty: 13 neighbourhoods, ΔS/ΔC)")
@@ -297,8 +275,8 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
             else:
                 acc.clear()
     finally:
-        for owner, name, orig in reversed(originals):
-            setattr(owner, name, orig)
+        for restore in reversed(restores):
+            restore()
     out = {"inject_ms": summarize(total), "parts_ms": {k: summarize(v) | {"sum_per_inject": sum(v) / max(n, 1)}
                                                        for k, v in acc.items()}}
     print("   " + format_summary("inject (in-process, no MCP)", out["inject_ms"], "ms", p99=True))

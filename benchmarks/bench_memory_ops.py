@@ -58,13 +58,14 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import anyio
 import numpy as np
-from _stats import format_summary, summarize, write_result
+from _stats import format_summary, summarize, time_method, write_result
 from _workload import (
     BATCH,
     bench_settings,
@@ -476,8 +477,6 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     """In-process `MemoryService.inject` (related_k 5), n calls, with timers wrapped around the parts it calls
     (in whatever thread they run), and the stage split of its related-memories retrieval. The wrappers are
     removed afterwards. Adds n memories to the store."""
-    import functools
-
     from contextgraph.services import search as search_mod
     from contextgraph.services.memory import MemoryService, NewMemory
     from contextgraph.storage.indexes import IndexSet
@@ -486,28 +485,17 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     pipeline = await app.services.perception.pipeline()
     acc: dict[str, list[float]] = {}
     stages: dict[str, list[float]] = {}
-    originals: list[tuple[Any, str, Any]] = []
+    restores: list[Callable[[], None]] = []
 
-    def wrap(owner: Any, name: str, label: str) -> None:
-        orig = getattr(owner, name)
-        originals.append((owner, name, orig))
+    def related_stages(result: Any) -> None:
+        for key, v in result.stages_ms.items():
+            stages.setdefault(key, []).append(v)
 
-        @functools.wraps(orig)
-        def timed(*a: Any, **k: Any) -> Any:
-            t0 = perf()
-            try:
-                result = orig(*a, **k)
-            finally:
-                acc.setdefault(label, []).append((perf() - t0) * 1e3)
-            if label.startswith("Retriever.rank"):
-                for key, v in result.stages_ms.items():
-                    stages.setdefault(key, []).append(v)
-            return result
-
-        setattr(owner, name, timed)
+    def wrap(owner: Any, name: str, label: str, on_result: Callable[[Any], None] | None = None) -> None:
+        restores.append(time_method(owner, name, label, acc, on_result))
 
     # inject ranks its related memories within the UTL's neighbourhood (Retriever.rank: stages 3-5, no search)
-    wrap(search_mod.Retriever, "rank", "Retriever.rank (related memories)")
+    wrap(search_mod.Retriever, "rank", "Retriever.rank (related memories)", related_stages)
     wrap(type(pipeline), "embed_with_triples", "pipeline.embed_with_triples")
     wrap(IndexSet, "apply", "indexes.apply (on the event loop)")
     wrap(MemoryService, "_novelty", "UTL novelty")
@@ -525,8 +513,8 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
                 acc.clear()
                 stages.clear()
     finally:
-        for owner, name, orig in reversed(originals):
-            setattr(owner, name, orig)
+        for restore in reversed(restores):
+            restore()
     out = {"inject_ms": summarize(total), "parts_ms": {k: summarize(v) for k, v in acc.items()},
            "related_retrieval_stages_ms": {k: summarize(v) for k, v in stages.items()}}
     print("   " + format_summary("inject (in-process, no MCP)", out["inject_ms"], "ms"))
