@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from contextgraph.embedders.vectors import clip_unit
 from contextgraph.gwt.kuramoto import order_parameter
 
 
@@ -110,7 +111,7 @@ def context_agreements(similarities: np.ndarray, references: list[np.ndarray] | 
         col = sims[:, i]
         finite = np.isfinite(col)
         if ref.size == 0:
-            out[:, i] = np.where(finite, np.clip(np.nan_to_num(col), 0.0, 1.0), 0.0)
+            out[:, i] = np.where(finite, clip_unit(col), 0.0)
             continue
         lo = np.searchsorted(ref, col, side="left")
         hi = np.searchsorted(ref, col, side="right")

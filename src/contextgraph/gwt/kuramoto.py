@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from contextgraph.embedders.vectors import clip_unit
+
 TWO_PI = 2.0 * math.pi
 
 
@@ -167,8 +169,8 @@ def nudge(phases: np.ndarray, delta_s: Sequence[float], delta_c: Sequence[float]
     theta = np.asarray(phases, dtype=np.float64) % TWO_PI
     if theta.size == 0:
         return theta
-    s = np.clip(np.nan_to_num(np.asarray(delta_s, dtype=np.float64)), 0.0, 1.0)
-    c = np.clip(np.nan_to_num(np.asarray(delta_c, dtype=np.float64)), 0.0, 1.0)
+    s = clip_unit(np.asarray(delta_s, dtype=np.float64))
+    c = clip_unit(np.asarray(delta_c, dtype=np.float64))
     r, psi = order_parameter(theta)
     if r < 1e-12:
         return theta

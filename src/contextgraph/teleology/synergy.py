@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from contextgraph.embedders.vectors import clip_unit
+
 SCOPES = ("all_pairs", "contributing_pairs", "high_synergy_only")
 N = 13
 
@@ -32,7 +34,7 @@ def update(matrix: np.ndarray, similarities: np.ndarray, relevance: float, rate:
     """(new matrix, boolean [13, 13] mask of the pairs that changed)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}")
-    s = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64)), 0.0, 1.0)
+    s = clip_unit(np.asarray(similarities, dtype=np.float64))
     if s.shape != (N,):
         raise ValueError("need 13 per-space similarities")
     m = np.asarray(matrix, dtype=np.float64)

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from contextgraph.embedders.vectors import clip_unit
+
 WEIGHTS = {"connectivity": 0.4, "cluster_fit": 0.4, "consistency": 0.2}
 NEUTRAL_FIT = 0.5
 
@@ -35,7 +37,7 @@ def _unit(x: float) -> float:
 
 
 def connectivity(similarities: Sequence[float] | np.ndarray, threshold: float) -> float:
-    s = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64)), 0.0, 1.0)
+    s = clip_unit(np.asarray(similarities, dtype=np.float64))
     above = s[s > threshold]
     return float(above.mean()) if above.size else 0.0
 
@@ -45,7 +47,7 @@ def graded_connectivity(similarities: Sequence[float] | np.ndarray, baseline: fl
     memories in the space: 0 for neighbours no closer than unrelated memories, 1 for identical ones, graded in
     between (a hard threshold made every new fact on a stored topic as unconnected as an unrelated text).
     None → 0."""
-    s = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64)), 0.0, 1.0)
+    s = clip_unit(np.asarray(similarities, dtype=np.float64))
     if s.size == 0:
         return 0.0
     theta = min(max(float(baseline) if math.isfinite(baseline) else 0.0, 0.0), 1.0 - 1e-6)
