@@ -187,7 +187,7 @@ def outliers(store_size: int, sample: int, sigma: float) -> dict:
     from _corpora import embed_corpus
 
     from contextgraph.config import Settings
-    from contextgraph.services.perception import build_pipeline
+    from contextgraph.services.runtime.perception import build_pipeline
 
     pipeline = build_pipeline(Settings.from_env(dict(os.environ)))
     prose, code = prose_corpus(), code_corpus()

@@ -27,9 +27,9 @@ import numpy as np
 
 from contextgraph.calibration.maps import calibrated
 from contextgraph.constitution import constitution
-from contextgraph.services import atc_levels
-from contextgraph.services.atc import Setting, ThresholdService
-from contextgraph.services.meta_learning import MetaLearningService
+from contextgraph.services.engine import atc_levels
+from contextgraph.services.engine.atc import Setting, ThresholdService
+from contextgraph.services.engine.meta_learning import MetaLearningService
 
 # the known optimum and miscalibration per threshold (θ* inside the bounds, away from the prior)
 TRUTH = {"theta_opt": (0.82, 0.4), "theta_acc": (0.62, 0.5), "theta_warn": (0.5, 0.4), "theta_dup": (0.93, 0.3),

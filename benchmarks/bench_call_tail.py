@@ -41,12 +41,12 @@ def timed(owner: Any, name: str, label: str) -> None:
 
 
 def instrument() -> None:
-    from contextgraph.services import operation_pulse
-    from contextgraph.services.auto_edges import AutoEdgeRules
-    from contextgraph.services.delta_sc import DeltaScComputer
-    from contextgraph.services.memory import MemoryService
-    from contextgraph.services.perception import Perception
-    from contextgraph.services.search import Retriever
+    from contextgraph.services.engine.delta_sc import DeltaScComputer
+    from contextgraph.services.memory.auto_edges import AutoEdgeRules
+    from contextgraph.services.memory.memory import MemoryService
+    from contextgraph.services.memory.search import Retriever
+    from contextgraph.services.runtime import operation_pulse
+    from contextgraph.services.runtime.perception import Perception
     from contextgraph.storage.indexes import IndexSet
     from contextgraph.storage.lmdb_store import LmdbStore
 

@@ -84,7 +84,7 @@ def stats(values: list[float], budget: float | None) -> dict[str, Any]:
 
 async def measure_size(app: Any, client: Any, texts: Any, queries: Any, args: argparse.Namespace,
                        rng: random.Random) -> dict[str, Any]:
-    from contextgraph.services.vertex_update import fingerprint_to_json
+    from contextgraph.services.feedback.vertex_update import fingerprint_to_json
 
     out: dict[str, Any] = {"loadavg_before": os.getloadavg()}
     store = app.services.storage.store
@@ -238,10 +238,10 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     """In-process `MemoryService.inject` (related_k 5, no MCP), n calls after 5 unmeasured ones, with timers
     wrapped around the parts it calls (in whichever thread they run; removed afterwards). Adds n + 5 memories."""
     from contextgraph.embedders.pipeline import FingerprintPipeline as Pipeline
-    from contextgraph.services import search as search_mod
-    from contextgraph.services.delta_sc import DeltaScComputer
-    from contextgraph.services.memory import MemoryService, NewMemory
-    from contextgraph.services.workspace import WorkspaceService
+    from contextgraph.services.engine.delta_sc import DeltaScComputer
+    from contextgraph.services.engine.workspace import WorkspaceService
+    from contextgraph.services.memory.memory import MemoryService, NewMemory
+    from contextgraph.services.memory.memory import search as search_mod
     from contextgraph.storage.indexes import IndexSet
     from contextgraph.storage.lmdb_store import LmdbStore
 

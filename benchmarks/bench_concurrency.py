@@ -94,7 +94,7 @@ def cpu_profile(template: Path, workdir: Path, queries: list[str], n: int) -> di
     What concurrency can gain on 2 cores is bounded by the part that holds the GIL (module docstring)."""
     from contextgraph.app import build_app
     from contextgraph.embedders.e05_causal import query_direction
-    from contextgraph.services import operation_pulse
+    from contextgraph.services.runtime import operation_pulse
 
     home = workdir / "home-profile"
     shutil.copytree(template, home)

@@ -39,8 +39,8 @@ from bench_retrieval_corpora import TOP_K, metrics, rank_in
 from contextgraph.app import build_app
 from contextgraph.constitution import constitution
 from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
-from contextgraph.services.neuromodulation import NeuromodulationService
-from contextgraph.services.search import Retriever
+from contextgraph.services.engine.neuromodulation import NeuromodulationService
+from contextgraph.services.memory.search import Retriever
 from contextgraph.storage.base import MemoryRecord
 
 perf = time.perf_counter

@@ -341,7 +341,7 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
 
     from contextgraph.embedders.e05_causal import query_direction
     from contextgraph.fingerprint import Sparse
-    from contextgraph.services.search import Retriever
+    from contextgraph.services.memory.search import Retriever
 
     store, indexes = app.services.storage.store, app.services.storage.indexes
     indexes.catch_up(store)
@@ -402,7 +402,7 @@ def profile_search(app: Any, pipeline: Any, queries: list[str], n: int) -> dict[
     out["s1_sparse"] = sparse
 
     # S3's two halves for the same candidate sets: reading the candidates' fingerprints, and scoring them
-    from contextgraph.services.search import SEMANTIC, SPARSE, SPLADE
+    from contextgraph.services.memory.search import SEMANTIC, SPARSE, SPLADE
 
     # the per-memory read (decode_fingerprint per candidate, what stage 3 did before issue 19) against the
     # column read it does now (store.fingerprint_columns), and scoring from decoded fingerprints vs columns
@@ -477,8 +477,8 @@ async def profile_inject(app: Any, texts: Any, n: int) -> dict[str, Any]:
     """In-process `MemoryService.inject` (related_k 5), n calls, with timers wrapped around the parts it calls
     (in whatever thread they run), and the stage split of its related-memories retrieval. The wrappers are
     removed afterwards. Adds n memories to the store."""
-    from contextgraph.services import search as search_mod
-    from contextgraph.services.memory import MemoryService, NewMemory
+    from contextgraph.services.memory.memory import MemoryService, NewMemory
+    from contextgraph.services.memory.memory import search as search_mod
     from contextgraph.storage.indexes import IndexSet
     from contextgraph.storage.lmdb_store import LmdbStore
 

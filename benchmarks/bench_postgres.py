@@ -135,7 +135,7 @@ def quality_part(pg: Postgres, args: argparse.Namespace) -> dict:
     from bench_retrieval_corpora import Bench, metrics, rank_in
 
     from contextgraph.embedders.pipeline import build_pipeline
-    from contextgraph.services.search import RetrievalSettings, Retriever
+    from contextgraph.services.memory.search import RetrievalSettings, Retriever
     from contextgraph.storage.lmdb_store import LmdbStore
     from contextgraph.storage.postgres.migrate import migrate_lmdb_to_postgres
     from contextgraph.storage.postgres.search import PgIndexes

@@ -42,7 +42,7 @@ from _stats import summarize, write_result
 from _workload import bench_settings
 
 from contextgraph.retrieval.fusion import fuse, ranks, rerank
-from contextgraph.services.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings, Retriever
+from contextgraph.services.memory.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings, Retriever
 
 TOP_K = 10
 MAX_SPARSE, MAX_DENSE = 100, 100
@@ -146,7 +146,7 @@ class Bench:
         """The star auto_bootstrap_north_star would derive from this store (the same kernels and settings as
         services.autonomous: k-means over E1 with k by silhouette, the largest cluster's centroid over its ≤ 256
         members nearest the centre, alignment relative to its typical member), without an app."""
-        from contextgraph.services.teleology import StarView
+        from contextgraph.services.purpose.teleology import StarView
         from contextgraph.teleology.clustering import cluster, dominant, unit
         from contextgraph.teleology.purpose import member_reference, purpose_vectors, weight_vector
         from contextgraph.teleology.star import centroid

@@ -26,7 +26,7 @@ from _stats import format_summary, summarize, write_result
 from _workload import bench_settings
 from bench_retrieval_corpora import settings_from_dict
 
-from contextgraph.services.search import RetrievalSettings, Retriever
+from contextgraph.services.memory.search import RetrievalSettings, Retriever
 
 DENSE = (1, 5, 7, 8, 10, 11)
 

@@ -49,7 +49,7 @@ from _stats import write_result
 from _workload import bench_settings, fill_store, sample_pairs
 
 from contextgraph.retrieval.fusion import fuse, ranks, rerank
-from contextgraph.services.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings, Retriever
+from contextgraph.services.memory.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings, Retriever
 
 TOP_K = 10
 SPACE_NAMES = {1: "E1 semantic", 2: "E2 temporal_recent", 3: "E3 temporal_periodic", 4: "E4 temporal_positional",

@@ -11,7 +11,7 @@ import pytest
 
 from contextgraph.app import build_app
 from contextgraph.config import Settings, user_model_cache
-from contextgraph.services import perception
+from contextgraph.services.runtime import perception
 
 
 @pytest.fixture

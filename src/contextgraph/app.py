@@ -13,24 +13,24 @@ from contextgraph import log
 from contextgraph.clock import Clock
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution, constitution
-from contextgraph.services.activity import ActivityMonitor
-from contextgraph.services.calibration_wiring import attach_calibration, on_results, on_store, on_tool_call
-from contextgraph.services.cognition import CognitiveState
 from contextgraph.services.container import Services
-from contextgraph.services.curation import CurationService
-from contextgraph.services.dream import DOCUMENT as DREAM_DOCUMENT
-from contextgraph.services.dream import DreamService
-from contextgraph.services.graph import GraphService
-from contextgraph.services.history import EngineHistory
-from contextgraph.services.memory import MemoryService
-from contextgraph.services.neuromodulation import DOCUMENT as NEUROMODULATION_DOCUMENT
-from contextgraph.services.neuromodulation import NeuromodulationService
-from contextgraph.services.perception import Perception
-from contextgraph.services.purpose import PurposeServices
-from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
-from contextgraph.services.steering import SteeringService
-from contextgraph.services.store_handle import StoreHandle
-from contextgraph.services.workspace import WorkspaceService
+from contextgraph.services.dreams.dream import DOCUMENT as DREAM_DOCUMENT
+from contextgraph.services.dreams.dream import DreamService
+from contextgraph.services.engine.activity import ActivityMonitor
+from contextgraph.services.engine.cognition import CognitiveState
+from contextgraph.services.engine.history import EngineHistory
+from contextgraph.services.engine.neuromodulation import DOCUMENT as NEUROMODULATION_DOCUMENT
+from contextgraph.services.engine.neuromodulation import NeuromodulationService
+from contextgraph.services.engine.workspace import WorkspaceService
+from contextgraph.services.feedback.calibration_wiring import attach_calibration, on_results, on_store, on_tool_call
+from contextgraph.services.feedback.steering import SteeringService
+from contextgraph.services.memory.curation import CurationService
+from contextgraph.services.memory.graph import GraphService
+from contextgraph.services.memory.memory import MemoryService
+from contextgraph.services.memory.scratchpad import ScratchpadLimits, Scratchpads
+from contextgraph.services.purpose.purpose import PurposeServices
+from contextgraph.services.runtime.perception import Perception
+from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.tools.catalog import build_registry
 from contextgraph.tools.context import ProgressReporter, ToolContext, no_notification, no_progress
 from contextgraph.tools.dispatch import Dispatcher

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from contextgraph.errors import ContextGraphError
 from contextgraph.services.container import Services
-from contextgraph.services.memetic import memetic_status
+from contextgraph.services.introspection.memetic import memetic_status
 
 SCHEME = "contextgraph://"
 STATUS_URI = SCHEME + "status"

@@ -13,7 +13,7 @@ from tool_errors import refusal
 
 from contextgraph.app import build_app
 from contextgraph.server import build_server
-from contextgraph.services.vertex_update import fingerprint_to_json
+from contextgraph.services.feedback.vertex_update import fingerprint_to_json
 
 pytestmark = pytest.mark.anyio
 RATIONALE = "worth keeping for the project"

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from contextgraph.services.adversarial import QUARANTINE_DOC, AdversarialChecks
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.adversarial import QUARANTINE_DOC, AdversarialChecks
+from contextgraph.services.memory.memory_payloads import NewMemory
 
 pytestmark = pytest.mark.anyio
 WHY = "filling the store for the outlier test"

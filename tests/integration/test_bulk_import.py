@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from contextgraph.app import build_app
-from contextgraph.services.adversarial import QUARANTINE_DOC
-from contextgraph.services.bulk_import import BulkImporter, import_session
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.adversarial import QUARANTINE_DOC
+from contextgraph.services.memory.bulk_import import BulkImporter, import_session
+from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.shell.bulk import export_store, file_sha256, import_file, parse_line
 from contextgraph.storage import lmdb_graph
 

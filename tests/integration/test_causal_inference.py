@@ -5,8 +5,8 @@ done-when)."""
 import pytest
 
 from contextgraph.errors import InvalidParams, NodeNotFound
-from contextgraph.services.causal_inference import CausalInference
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.introspection.causal_inference import CausalInference
+from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.storage.base import Edge
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ import sys
 import anyio
 import pytest
 
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.storage.base import Edge
 from contextgraph.storage.lmdb_store import LmdbStore
 from contextgraph.storage.maintenance import STORE_DIR
@@ -29,7 +29,7 @@ CHILD = """
 import asyncio, json, sys, time
 from contextgraph.app import build_app
 from contextgraph.config import Settings
-from contextgraph.services import dream_phases
+from contextgraph.services.dreams import dream_phases
 
 app = build_app(Settings.from_env({"CONTEXTGRAPH_HOME": sys.argv[1], "CONTEXTGRAPH_LOG_LEVEL": "error",
                                    "CONTEXTGRAPH_MODEL_CACHE": sys.argv[2]}), configure_logging=False)

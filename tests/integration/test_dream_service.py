@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from contextgraph.errors import DreamError
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.storage.base import Edge
 
 pytestmark = pytest.mark.anyio

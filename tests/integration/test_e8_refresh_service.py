@@ -10,7 +10,7 @@ from contextgraph import log
 from contextgraph.app import build_services
 from contextgraph.constitution import constitution
 from contextgraph.embedders.e08_graph import mix
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.memory_payloads import NewMemory
 
 pytestmark = pytest.mark.anyio
 

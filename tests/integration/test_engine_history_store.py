@@ -4,7 +4,7 @@ store opens again; and a store saved before the history existed opens with an em
 import pytest
 
 from contextgraph.app import build_app
-from contextgraph.services.history import DOCUMENT
+from contextgraph.services.engine.history import DOCUMENT
 
 pytestmark = pytest.mark.anyio
 WHY = "history persistence test memory"

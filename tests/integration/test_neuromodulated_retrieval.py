@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from contextgraph.constitution import constitution
-from contextgraph.services.memory_payloads import NewMemory
-from contextgraph.services.neuromodulation import NeuromodulationService
+from contextgraph.services.engine.neuromodulation import NeuromodulationService
+from contextgraph.services.memory.memory_payloads import NewMemory
 
 pytestmark = pytest.mark.anyio
 CORPUS = [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from contextgraph.app import build_app
-from contextgraph.services.search import Retriever
+from contextgraph.services.memory.search import Retriever
 
 pytestmark = pytest.mark.anyio
 WHY = "purpose integration test"

@@ -8,7 +8,7 @@ import pytest
 
 from contextgraph.constitution import Constitution
 from contextgraph.errors import InvalidParams
-from contextgraph.services.user_manifest import DOC, ManifestService
+from contextgraph.services.diagnostics.user_manifest import DOC, ManifestService
 
 pytestmark = pytest.mark.anyio
 

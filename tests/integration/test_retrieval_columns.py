@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from contextgraph.services.search import ALL_SPACES, Retriever
+from contextgraph.services.memory.search import ALL_SPACES, Retriever
 from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
 pytestmark = pytest.mark.anyio

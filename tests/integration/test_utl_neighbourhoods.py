@@ -16,9 +16,9 @@ from contextgraph.constitution import constitution
 from contextgraph.embedders.pipeline import Draft
 from contextgraph.fingerprint import SPACES
 from contextgraph.retrieval.similarity import context_similarities, space_similarities
-from contextgraph.services import operation_pulse
-from contextgraph.services.delta_sc_neighbours import index_neighbours, rank_within
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, rank_within
+from contextgraph.services.memory.memory_payloads import NewMemory
+from contextgraph.services.runtime import operation_pulse
 
 pytestmark = pytest.mark.anyio
 TEXTS = [

@@ -22,7 +22,7 @@ from contextgraph.constitution import constitution
 from contextgraph.embedders.e08_graph import mix
 from contextgraph.embedders.pipeline import Draft
 from contextgraph.fingerprint import SPACES
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.memory_payloads import NewMemory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import itertools

@@ -8,7 +8,7 @@ import pytest
 
 from contextgraph.constitution import constitution
 from contextgraph.gwt import kuramoto as kur
-from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.utl import learning
 
 

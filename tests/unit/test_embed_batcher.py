@@ -20,8 +20,8 @@ from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir
 from contextgraph.embedders.pipeline import Draft, FingerprintPipeline
 from contextgraph.errors import EmbeddingError, InvalidParams
 from contextgraph.fingerprint import SPACES, Sparse
-from contextgraph.services.embed_batcher import EmbedBatcher, _embed
-from contextgraph.services.perception import Perception
+from contextgraph.services.runtime.embed_batcher import EmbedBatcher, _embed
+from contextgraph.services.runtime.perception import Perception
 
 pytestmark = pytest.mark.anyio
 

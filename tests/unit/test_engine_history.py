@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextgraph.constitution import constitution
-from contextgraph.services.cognition import CognitiveState
-from contextgraph.services.history import SAMPLE_FIELDS, EngineHistory, rates_between
+from contextgraph.services.engine.cognition import CognitiveState
+from contextgraph.services.engine.history import SAMPLE_FIELDS, EngineHistory, rates_between
 
 
 class FakeClock:

@@ -11,7 +11,7 @@ from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams, NeuromodError
 from contextgraph.gwt.neuromodulators import Bounds, decayed, moved, reward_to_dopamine
 from contextgraph.retrieval.modulation import NEUTRAL
-from contextgraph.services.neuromodulation import NeuromodulationService
+from contextgraph.services.engine.neuromodulation import NeuromodulationService
 
 B = Bounds("dopamine", "beta", 1.0, 5.0, 2.0, 600.0)
 

@@ -1,7 +1,7 @@
 import pytest
 
 from contextgraph.constitution import constitution
-from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.utl.pulse import PulseRules, pulse
 
 RULES = PulseRules.from_constitution(constitution())

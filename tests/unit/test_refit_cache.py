@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from contextgraph.services.store_model import RefitCache
+from contextgraph.services.engine.store_model import RefitCache
 
 
 def test_concurrent_first_fits_run_once():

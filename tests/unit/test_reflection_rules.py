@@ -3,9 +3,9 @@ critique's opposite-claim test, reflect_on_memory's intents, and the hooks' quar
 
 import pytest
 
-from contextgraph.services.critique import negated, opposition
-from contextgraph.services.reflection import intents_of
-from contextgraph.services.user_manifest import ManifestError, parse_manifest
+from contextgraph.services.diagnostics.user_manifest import ManifestError, parse_manifest
+from contextgraph.services.introspection.critique import negated, opposition
+from contextgraph.services.introspection.reflection import intents_of
 from contextgraph.shell.hooks import hook_output
 
 DOMAINS = ["Code", "Medical", "Legal", "Creative", "Research", "General"]
@@ -92,7 +92,7 @@ def test_session_start_status_carries_the_manifest():
 
 def test_search_plan_queries_per_space():
     from contextgraph.retrieval.query_kind import classify
-    from contextgraph.services.reflection import _query_for, _topic
+    from contextgraph.services.introspection.reflection import _query_for, _topic
 
     goal = "I want to find why parse_config fails on Windows 11"
     topic = _topic(goal)

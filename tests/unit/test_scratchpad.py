@@ -1,7 +1,7 @@
 import pytest
 
 from contextgraph.errors import InvalidParams
-from contextgraph.services.scratchpad import ScratchpadLimits, Scratchpads
+from contextgraph.services.memory.scratchpad import ScratchpadLimits, Scratchpads
 
 LIMITS = ScratchpadLimits(max_keys=3, max_key_chars=8, max_value_chars=20, max_total_chars=40, max_sessions=2)
 

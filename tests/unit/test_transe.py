@@ -134,7 +134,7 @@ class _FakeStore:
 
 
 def test_large_tables_refit_in_the_background_and_deletions_refit():
-    from contextgraph.services.store_model import TranslationFits
+    from contextgraph.services.engine.store_model import TranslationFits
 
     rng = np.random.default_rng(9)
     n = TranslationFits.SYNC_BELOW

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
-from contextgraph.embedders.vectors import cosine_scores, l2_normalize
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import cosine_scores, l2_normalize
 
 
 def sentence_vector(encoded: Encoded, pooling: str = "mean") -> np.ndarray:

@@ -16,8 +16,8 @@ import numpy as np
 
 from contextgraph.embedders.axes import Axis, monotone
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import dot_scores, sinusoid_features, sinusoid_phases
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import dot_scores, sinusoid_features, sinusoid_phases
 
 SCALES_S = (3_600.0, 86_400.0, 604_800.0, 2_592_000.0)  # hour, day, week, 30-day month
 FREQUENCIES_PER_SCALE = 64

@@ -23,8 +23,8 @@ import numpy as np
 
 from contextgraph.embedders.axes import Axis, tabulated
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import cosine_scores, sinusoid_features, sinusoid_phases
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import cosine_scores, sinusoid_features, sinusoid_phases
 
 DAY_S = 86_400.0
 # (name, harmonics, Fejér levels)

@@ -14,8 +14,8 @@ import numpy as np
 
 from contextgraph.embedders.axes import Axis, monotone
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import cosine_scores, sinusoid_features, sinusoid_phases
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import cosine_scores, sinusoid_features, sinusoid_phases
 
 BLOCK_DIM = 256
 SESSION_BASE = 10_000.0  # the paper's base: wavelengths from 2π to ~63K positions

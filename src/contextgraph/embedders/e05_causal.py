@@ -37,8 +37,8 @@ import numpy as np
 
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
 from contextgraph.embedders.e01_semantic import sentence_vector
-from contextgraph.embedders.vectors import as_matrix, l2_normalize, span_token_mask
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import as_matrix, l2_normalize, span_token_mask
 
 Span = tuple[int, int]
 

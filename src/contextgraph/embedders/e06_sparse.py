@@ -17,9 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import sparse_dot_scores
 from contextgraph.fingerprint import SPACES, Kind, Sparse
 from contextgraph.retrieval.analyzer import analyze
+from contextgraph.vectors import sparse_dot_scores
 
 BUCKETS = 1 << 18
 MAX_ACTIVE = 4096

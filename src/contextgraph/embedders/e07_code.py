@@ -20,8 +20,8 @@ import numpy as np
 from contextgraph.embedders.base import Backbone, MemoryInput
 from contextgraph.embedders.code_lexer import CLASSES, identifier_spans, keyword_spans, token_class_histogram
 from contextgraph.embedders.token_spans import span_mask
-from contextgraph.embedders.vectors import cosine_scores, l2_normalize, weighted_mean
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import cosine_scores, l2_normalize, weighted_mean
 
 IDENTIFIER_WEIGHT = 3.0
 KEYWORD_WEIGHT = 2.0

@@ -15,9 +15,9 @@ import numpy as np
 
 from contextgraph.embedders.base import Backbone, MemoryInput
 from contextgraph.embedders.e01_semantic import sentence_vector
-from contextgraph.embedders.vectors import cosine_scores, l2_normalize
 from contextgraph.errors import DimensionMismatch
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import cosine_scores, l2_normalize
 
 SELF_WEIGHT = 0.5
 

@@ -25,8 +25,8 @@ from functools import lru_cache
 import numpy as np
 
 from contextgraph.embedders.base import MemoryInput
-from contextgraph.embedders.vectors import as_matrix
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import as_matrix
 
 HYPER_BITS = 10_000
 FOLDED_BITS = 1_024

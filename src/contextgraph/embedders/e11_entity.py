@@ -21,8 +21,8 @@ from contextgraph.embedders import token_spans
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
 from contextgraph.embedders.e01_semantic import sentence_vector
 from contextgraph.embedders.entities import Entity, entities, triples
-from contextgraph.embedders.vectors import cosine_scores, l2_normalize, span_token_mask
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import cosine_scores, l2_normalize, span_token_mask
 
 __all__ = ["EntityEmbedder", "Triple", "entities", "triples"]
 

@@ -20,8 +20,8 @@ from threadpoolctl import threadpool_limits
 
 from contextgraph.embedders.base import Backbone, Encoded, MemoryInput
 from contextgraph.embedders.token_spans import alnum_in_spans
-from contextgraph.embedders.vectors import l2_normalize
 from contextgraph.fingerprint import SPACES, Kind
+from contextgraph.vectors import l2_normalize
 
 TOKEN_DIM = 128
 MAX_TOKENS = 48

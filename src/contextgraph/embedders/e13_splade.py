@@ -13,9 +13,9 @@ import numpy as np
 
 from contextgraph.embedders.base import Backbone, MemoryInput
 from contextgraph.embedders.e06_sparse import tf_vector
-from contextgraph.embedders.vectors import sparse_dot_scores
 from contextgraph.errors import EmbeddingError
 from contextgraph.fingerprint import SPACES, Kind, Sparse
+from contextgraph.vectors import sparse_dot_scores
 
 
 class SpladeEmbedder:

@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from contextgraph.embedders.vectors import clip_unit
 from contextgraph.gwt.kuramoto import order_parameter
+from contextgraph.vectors import clip_unit
 
 
 def binding_phases(agreements: np.ndarray) -> np.ndarray:

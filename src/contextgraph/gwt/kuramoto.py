@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contextgraph.embedders.vectors import clip_unit
+from contextgraph.vectors import clip_unit
 
 TWO_PI = 2.0 * math.pi
 

@@ -9,9 +9,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from contextgraph.embedders.base import Embedder
-from contextgraph.embedders.vectors import clip_unit
 from contextgraph.fingerprint import SPACES, Fingerprint, Space, sparse
+from contextgraph.vectors import clip_unit
+
+
+class SpaceMeasure(Protocol):
+    """A space's own similarity (every embedder has one): the only thing these kernels ask of an embedder."""
+
+    def similarity(self, query: Any, docs: Any) -> np.ndarray: ...
 
 
 class SpaceColumns(Protocol):
@@ -39,7 +44,7 @@ def jaccard_many(terms: np.ndarray, others: Sequence[np.ndarray]) -> np.ndarray:
     return np.divide(shared, union, out=np.zeros(len(others)), where=union > 0)
 
 
-def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerprint: Fingerprint,
+def space_similarities(by_space: Mapping[int, SpaceMeasure], space: Space, fingerprint: Fingerprint,
                        neighbours: Docs) -> np.ndarray:
     """Similarities in [0, 1] of `fingerprint` to each neighbour in one space, in that space's own measure."""
     if not len(neighbours):
@@ -55,7 +60,7 @@ def space_similarities(by_space: Mapping[int, Embedder], space: Space, fingerpri
 LATE_INTERACTION, SEMANTIC = 12, 1
 
 
-def context_similarities(by_space: Mapping[int, Embedder], context: Fingerprint, docs: Docs) -> np.ndarray:
+def context_similarities(by_space: Mapping[int, SpaceMeasure], context: Fingerprint, docs: Docs) -> np.ndarray:
     """[len(docs), 13]: each doc's similarity to `context` in every space's own [0, 1] measure: what binding
     compares with the context's similarities to a sample of the store (gwt.binding.context_agreements). E12
     borrows E1's: MaxSim against a whole reference sample costs more than every other space together."""

@@ -10,22 +10,22 @@ from contextgraph.clock import Clock
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution
 from contextgraph.log import LogRing
-from contextgraph.services.activity import ActivityMonitor
-from contextgraph.services.atc import ThresholdService
-from contextgraph.services.cognition import CognitiveState
-from contextgraph.services.curation import CurationService
-from contextgraph.services.dream import DreamService
-from contextgraph.services.graph import GraphService
-from contextgraph.services.history import EngineHistory
-from contextgraph.services.memory import MemoryService
-from contextgraph.services.meta_learning import MetaLearningService
-from contextgraph.services.neuromodulation import NeuromodulationService
-from contextgraph.services.perception import Perception
-from contextgraph.services.purpose import PurposeServices
-from contextgraph.services.scratchpad import Scratchpads
-from contextgraph.services.steering import SteeringService
-from contextgraph.services.store_handle import StoreHandle
-from contextgraph.services.workspace import WorkspaceService
+from contextgraph.services.dreams.dream import DreamService
+from contextgraph.services.engine.activity import ActivityMonitor
+from contextgraph.services.engine.atc import ThresholdService
+from contextgraph.services.engine.cognition import CognitiveState
+from contextgraph.services.engine.history import EngineHistory
+from contextgraph.services.engine.meta_learning import MetaLearningService
+from contextgraph.services.engine.neuromodulation import NeuromodulationService
+from contextgraph.services.engine.workspace import WorkspaceService
+from contextgraph.services.feedback.steering import SteeringService
+from contextgraph.services.memory.curation import CurationService
+from contextgraph.services.memory.graph import GraphService
+from contextgraph.services.memory.memory import MemoryService
+from contextgraph.services.memory.scratchpad import Scratchpads
+from contextgraph.services.purpose.purpose import PurposeServices
+from contextgraph.services.runtime.perception import Perception
+from contextgraph.services.runtime.store_handle import StoreHandle
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from contextgraph.config import Settings
 from contextgraph.errors import ContextGraphError
 from contextgraph.security.free_text import redact_arguments
-from contextgraph.services.bulk_import import (
+from contextgraph.services.memory.bulk_import import (
     EXPORT_FIELDS,
     BatchEmbedder,
     BulkImporter,
@@ -34,7 +34,7 @@ from contextgraph.services.bulk_import import (
     export_lines,
     valid_created_at,
 )
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.storage.maintenance import ProgressBar
 from contextgraph.tools.core import StoreArgs
 from contextgraph.tools.validation import invalid_params

@@ -33,8 +33,8 @@ import numpy as np
 
 from contextgraph.embedders import e02_temporal_recent, e03_temporal_periodic, e04_temporal_positional
 from contextgraph.embedders.axes import Axis, closeness
-from contextgraph.embedders.vectors import cosine_scores, dot_scores
 from contextgraph.storage.seq_map import grown
+from contextgraph.vectors import cosine_scores, dot_scores
 
 Similarity = Callable[[np.ndarray, Sequence[np.ndarray]], np.ndarray]  # (query, vectors) → scores: an embedder's
 

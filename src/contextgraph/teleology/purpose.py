@@ -13,16 +13,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from contextgraph.embedders.base import Embedder
 from contextgraph.fingerprint import SPACES, Fingerprint
-from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.retrieval.similarity import SpaceMeasure, space_similarities
 
 N_SPACES = len(SPACES)
 PAIRS: tuple[tuple[int, int], ...] = tuple((i, j) for i in range(N_SPACES) for j in range(i + 1, N_SPACES))
 _ROWS, _COLS = (np.array(x) for x in zip(*PAIRS))
 
 
-def purpose_vectors(by_space: Mapping[int, Embedder], star: Fingerprint, docs: Sequence[Fingerprint],
+def purpose_vectors(by_space: Mapping[int, SpaceMeasure], star: Fingerprint, docs: Sequence[Fingerprint],
                     spaces: Sequence[int] | None = None) -> np.ndarray:
     """[len(docs), 13]: each doc's alignment to `star` in every space (only `spaces` computed; others 0)."""
     out = np.zeros((len(docs), N_SPACES))

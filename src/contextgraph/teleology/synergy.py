@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contextgraph.embedders.vectors import clip_unit
+from contextgraph.vectors import clip_unit
 
 SCOPES = ("all_pairs", "contributing_pairs", "high_synergy_only")
 N = 13

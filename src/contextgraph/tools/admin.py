@@ -9,7 +9,7 @@ from pydantic import Field
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams
 from contextgraph.security.free_text import FREE_TEXT
-from contextgraph.services.user_manifest import ManifestService
+from contextgraph.services.diagnostics.user_manifest import ManifestService
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams
-from contextgraph.services import atc_levels
+from contextgraph.services.engine import atc_levels
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.curation import Domain
 from contextgraph.tools.spec import Args, ToolSpec

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from contextgraph.constitution import constitution
-from contextgraph.services.autonomous_status import autonomous_status
+from contextgraph.services.purpose.autonomous_status import autonomous_status
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
-from contextgraph.services.causal_inference import CausalInference
+from contextgraph.services.introspection.causal_inference import CausalInference
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK, MemoryId

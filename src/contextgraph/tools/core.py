@@ -10,10 +10,10 @@ from pydantic import Field
 from contextgraph.constitution import constitution
 from contextgraph.fingerprint import MODALITIES
 from contextgraph.security.free_text import FREE_TEXT, REDACTED_ON_STORE
-from contextgraph.services.cognition import utl_status as utl_status_view
-from contextgraph.services.manifest import build_manifest
-from contextgraph.services.memetic import memetic_status
-from contextgraph.services.memory_payloads import NewMemory
+from contextgraph.services.diagnostics.manifest import build_manifest
+from contextgraph.services.engine.cognition import utl_status as utl_status_view
+from contextgraph.services.introspection.memetic import memetic_status
+from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK, MemoryId

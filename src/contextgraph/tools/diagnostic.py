@@ -10,9 +10,9 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
-from contextgraph.services.adversarial import AdversarialChecks
-from contextgraph.services.homeostasis import Homeostasis
-from contextgraph.services.retrieval_diagnostics import RetrievalDiagnostics
+from contextgraph.services.diagnostics.homeostasis import Homeostasis
+from contextgraph.services.diagnostics.retrieval_diagnostics import RetrievalDiagnostics
+from contextgraph.services.memory.adversarial import AdversarialChecks
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK, MemoryId

@@ -20,7 +20,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.errors import ContextGraphError, InvalidParams, MissingRationale, ToolNotFound
 from contextgraph.log import get_logger
 from contextgraph.security.free_text import redact_arguments, report_redactions
-from contextgraph.services.cognition import CognitiveState
+from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.registry import Registry
 from contextgraph.tools.validation import invalid_params

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from contextgraph.constitution import constitution
-from contextgraph.services.broadcast import broadcast_memory
-from contextgraph.services.epistemic import epistemic_action as epistemic_view
-from contextgraph.services.gwt import consciousness_state, ego_state, kuramoto_sync
-from contextgraph.services.johari import classify_memory
+from contextgraph.services.engine.gwt import consciousness_state, ego_state, kuramoto_sync
+from contextgraph.services.introspection.epistemic import epistemic_action as epistemic_view
+from contextgraph.services.introspection.johari import classify_memory
+from contextgraph.services.runtime.broadcast import broadcast_memory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import MemoryId

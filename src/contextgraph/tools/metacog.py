@@ -12,9 +12,9 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
-from contextgraph.services.critique import Critique
-from contextgraph.services.reflection import Reflection
-from contextgraph.services.user_manifest import DOC as MANIFEST_DOC
+from contextgraph.services.diagnostics.user_manifest import DOC as MANIFEST_DOC
+from contextgraph.services.introspection.critique import Critique
+from contextgraph.services.introspection.reflection import Reflection
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 

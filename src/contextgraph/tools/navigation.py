@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AwareDatetime, Field
 
 from contextgraph.security.free_text import FREE_TEXT
-from contextgraph.services.shortcuts import neighbourhood_paths
+from contextgraph.services.dreams.shortcuts import neighbourhood_paths
 from contextgraph.storage.base import EDGE_TYPES
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec

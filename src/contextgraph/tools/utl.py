@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
-from contextgraph.services import vertex_update
+from contextgraph.services.feedback import vertex_update
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK, MemoryId

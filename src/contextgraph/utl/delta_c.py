@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from contextgraph.embedders.vectors import clip_unit
+from contextgraph.vectors import clip_unit
 
 WEIGHTS = {"connectivity": 0.4, "cluster_fit": 0.4, "consistency": 0.2}
 NEUTRAL_FIT = 0.5

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from storage_fakes import fingerprint, record
 
-from contextgraph.services.store_model import DeletionCount
+from contextgraph.services.engine.store_model import DeletionCount
 from contextgraph.storage.lmdb_store import LmdbStore
 
 

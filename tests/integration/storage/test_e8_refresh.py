@@ -15,7 +15,7 @@ import pytest
 from storage_fakes import fingerprint, record
 
 from contextgraph.embedders.e08_graph import mix
-from contextgraph.services.e8_refresh import E8Refresher, EdgeWatch
+from contextgraph.services.runtime.e8_refresh import E8Refresher, EdgeWatch
 from contextgraph.storage.base import Edge
 from contextgraph.storage.indexes import IndexSet
 from contextgraph.storage.lmdb_store import LmdbStore
@@ -117,7 +117,7 @@ import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from contextgraph.storage import lmdb_graph
 from contextgraph.storage.lmdb_store import LmdbStore
-from contextgraph.services.e8_refresh import E8Refresher
+from contextgraph.services.runtime.e8_refresh import E8Refresher
 store = LmdbStore(sys.argv[2])
 encode, calls = lmdb_graph.encode_fingerprint, []
 def dying(fp):  # the second memory of the batch: the first one's new E8 is already written in the transaction

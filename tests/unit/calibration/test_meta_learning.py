@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from contextgraph.calibration.meta_lambda import lambda_objective, lambda_step, rescale
 from contextgraph.constitution import constitution
 from contextgraph.errors import UtlError
-from contextgraph.services.meta_learning import MetaLearningService
+from contextgraph.services.engine.meta_learning import MetaLearningService
 from contextgraph.utl import learning
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.services.outcomes import OutcomeLog, Pending
+from contextgraph.services.engine.outcomes import OutcomeLog, Pending
 
 PENDING_SECONDS = 10.0
 MEMORIES = [f"m{i}" for i in range(6)]

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import ThresholdError
-from contextgraph.services import atc_levels
-from contextgraph.services.atc import Setting, ThresholdService
+from contextgraph.services.engine import atc_levels
+from contextgraph.services.engine.atc import Setting, ThresholdService
 
 
 class Clock:

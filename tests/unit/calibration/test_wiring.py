@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from contextgraph.constitution import constitution
-from contextgraph.services.atc import Setting, ThresholdService
-from contextgraph.services.calibration_wiring import on_results, on_tool_call
+from contextgraph.services.engine.atc import Setting, ThresholdService
+from contextgraph.services.feedback.calibration_wiring import on_results, on_tool_call
 
 A, B, C = "a" * 32, "b" * 32, "c" * 32
 
@@ -76,7 +76,7 @@ def test_subscribers_follow_the_general_value_only() -> None:
 
 
 def test_the_pulse_reads_the_johari_boundary_from_atc() -> None:
-    from contextgraph.services.cognition import CognitiveState
+    from contextgraph.services.engine.cognition import CognitiveState
 
     cognition = CognitiveState(constitution())
     s = service()

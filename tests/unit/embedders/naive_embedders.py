@@ -16,7 +16,7 @@ from contextgraph.embedders.e07_code import CODE_MODALITIES, HISTOGRAM_SCALE, ID
 from contextgraph.embedders.e09_hdc import _TIE_FOLDED, _TIE_FULL, FOLDED_BITS, HYPER_BITS, N_GRAM, _letter
 from contextgraph.embedders.e12_late_interaction import MAX_TOKENS
 from contextgraph.embedders.entities import entities, triples
-from contextgraph.embedders.vectors import l2_normalize, span_token_mask, weighted_mean
+from contextgraph.vectors import l2_normalize, span_token_mask, weighted_mean
 
 _SPACE = re.compile(r"\s+")
 _FOLD_VOTES = np.bincount(np.arange(HYPER_BITS) % FOLDED_BITS, minlength=FOLDED_BITS)

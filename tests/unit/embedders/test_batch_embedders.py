@@ -18,7 +18,7 @@ from contextgraph.embedders.e07_code import CodeEmbedder
 from contextgraph.embedders.e09_hdc import HdcEmbedder, fold, hypervectors
 from contextgraph.embedders.e11_entity import EntityEmbedder
 from contextgraph.embedders.e12_late_interaction import LateInteractionEmbedder
-from contextgraph.embedders.vectors import span_token_mask
+from contextgraph.vectors import span_token_mask
 
 EDGE_CASES = (
     ("", "text"), ("", "code"), ("a", "text"), ("ab", "text"), ("ok", "code"), ("!!! ??? ...", "mixed"),

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from contextgraph.embedders.vectors import clip_unit
+from contextgraph.vectors import clip_unit
 
 
 @given(hnp.arrays(st.sampled_from([np.float64, np.float32]), hnp.array_shapes(max_dims=2, max_side=12),

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from contextgraph.embedders.e06_sparse import BUCKETS, MAX_ACTIVE, SparseEmbedder, bucket, terms
 from contextgraph.embedders.e09_hdc import HdcEmbedder, fold, hamming_similarity, hypervector
 from contextgraph.embedders.e13_splade import SpladeEmbedder
-from contextgraph.embedders.vectors import sparse_dot_scores, sparse_from_counts
 from contextgraph.fingerprint import Sparse
+from contextgraph.vectors import sparse_dot_scores, sparse_from_counts
 
 TWENTY_WORDS = (
     "The storage layer keeps every memory in LMDB and rebuilds the HNSW index from it whenever the server "

@@ -1,0 +1,450 @@
+"""ΔS and ΔC of one fingerprint against the store (SPEC §8, issue 11): the numbers behind inject_context's UTL
+block, compute_delta_sc, get_johari_classification and the pulse.
+
+Per space i the memory's neighbourhood comes from that space's own index (E12, which has none, borrows E1's
+order): the 2k nearest, the memory itself excluded (`exclude`). Then
+
+    ΔSᵢ  a local statistic of the space's distances to those neighbours, calibrated on the store's own
+         leave-one-out distribution (utl.delta_s): a memory as novel as the store's typical memory scores 0.5,
+         an exact duplicate ~0, one unlike anything stored → 1. E1 measures Mahalanobis distances under a
+         Ledoit–Wolf covariance of stored E1 vectors once the store holds `gaussian.min_samples` (cosine
+         before); E7 is the mean of that and cosine; E5 cause→cause and effect→effect; E6/E13 term sets with
+         the idf-weighted share of unseen terms; E9 Hamming; E11 adds TransE for a relation the store knows;
+         E12 MaxSim.
+    ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c):
+         Connectivity  how far the k nearest stand above the store's baseline similarity in that space (the
+                       median similarity of memories in different clusters; the constitution's
+                       connectivity_threshold until there are clusters): mean of (s − θ)/(1 − θ) clipped to
+                       [0, 1]; for E8 (the graph space) the vertex's own edge weights when it has edges
+         ClusterFit    a silhouette against spherical k-means clusters of stored E1 vectors, measured in each
+                       space's own distance to each cluster's prototype members (E12: E1's, whose neighbours
+                       it borrows; MaxSim over every prototype would cost more than the rest together); far
+                       from every cluster < 0.5
+         Consistency   1 − 4·mean squared difference of the engine's recent per-operation coherence from this
+                       operation's own (its coherence with full consistency)
+    L    = sigmoid(2·Στλ_S ΔS · Στλ_C ΔC · wₑ · cos φ) with φ the memory's own binding spread (SPEC D19): its
+         13 phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated familiarity), τ
+         uniform until a teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
+    L̂    the engine's prediction before the other spaces are scored: the same formula from E1 alone (ΔS₁, ΔC₁ in
+         every space, φ = 0); meta-cognition compares it with L (MetaScore, utl.meta).
+
+The store model (`StoreModel`: Gaussian fits, sparse idf, clusters and the per-space calibrations) is refitted
+from a random sample of the store once the store has changed by `gaussian.refit_growth` (at least one memory):
+in the background while the previous model serves, in the caller when there is none (then a quick fit on a
+smaller sample, refitted in full in the background at once). Up to `calibration.sync_below` memories every refit
+runs in the caller on at most `quick_loo_samples` leave-one-out memories (milliseconds on a store that small), so
+a small store answers the same question the same way twice. Read-only, synchronous: callers run it in a worker
+thread.
+
+Leave-one-out: the scored memory is never its own neighbour, is left out of the cluster prototypes and of the
+TransE translations; in the Ledoit–Wolf covariance (≥ `gaussian.min_samples` rows, shrunk) one row moves Σ by
+O(1/n) and it is not refitted per call.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
+from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, rank_within
+from contextgraph.services.engine.delta_sc_result import DeltaSc, SpaceResult
+from contextgraph.services.engine.store_model import (
+    EMPTY_MODEL,
+    Clusters,
+    DeletionCount,
+    RefitCache,
+    StoreModel,
+    TranslationFits,
+)
+from contextgraph.utl import calibration as cal
+from contextgraph.utl import delta_c as dc
+from contextgraph.utl import delta_s as ds
+from contextgraph.utl import learning, transe
+from contextgraph.utl.johari import classify
+from contextgraph.vectors import clip_unit
+
+GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Mahalanobis + cosine)
+SPARSE_SPACES = (6, 13)
+GRAPH_SPACE = 8
+LATE_INTERACTION = 12
+
+
+def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(relation, h, t) from embedders.e11_entity.Triple objects or stored (head, relation, tail, h, t) tuples."""
+    out = []
+    for t in triples:
+        if hasattr(t, "relation"):
+            out.append((t.relation, t.head_vector, t.tail_vector))
+        else:
+            out.append((t[1], t[3], t[4]))
+    return out
+
+
+class DeltaScComputer:
+    def __init__(self, constitution: Any) -> None:
+        utl = constitution["utl"]
+        self.k = int(utl["knn_k"])
+        self.threshold = float(utl["johari_threshold"])
+        self.connect = float(constitution["memory"]["connectivity_threshold"])
+        self.weights = dict(utl["delta_c_weights"])
+        self.empty_s = float(utl["empty_store_delta_s"])
+        self.empty_c = float(utl["empty_store_delta_c"])
+        self.stages = utl["lifecycle"]
+        # the lifecycle stage's λ → the λ the engine uses (Meta-UTL's learned λ; identity until attached)
+        self.lambda_policy: Callable[[learning.Lifecycle], learning.Lifecycle] = lambda stage: stage
+        self.gain = float(utl["learning_gain"])
+        bounds = utl.get("emotional_weight", {}) or {}
+        self.emotional_bounds = (float(bounds.get("min", 0.5)), float(bounds.get("max", 1.5)))
+        g = utl["gaussian"]
+        self.min_samples = int(g["min_samples"])
+        self.max_samples = int(g["max_samples"])
+        self.components = int(g["components"])
+        self.refit_growth = float(g["refit_growth"])
+        cal = utl.get("calibration", {}) or {}
+        self.loo_samples = int(cal.get("loo_samples", 32))
+        self.quick_loo_samples = int(cal.get("quick_loo_samples", 12))
+        self.quick_max_samples = int(cal.get("quick_max_samples", 200))
+        self.sync_below = int(cal.get("sync_below", 8))  # up to this many memories the model refits in the caller
+        self.prior_weight = float(cal.get("prior_weight", 4.0))
+        slope = cal.get("slope", {}) or {}
+        self.slope_bounds = (float(slope.get("min", 1.0)), float(slope.get("max", 1.5)))
+        cl = utl.get("clusters", {}) or {}
+        self.per_cluster = int(cl.get("prototypes", 3))
+        self.max_clusters = int(cl.get("max", 16))
+        self.considered = int(cl.get("considered", 4))
+        self.reference_size = int(cal.get("reference_samples", 64))
+        # E6/E13 neighbours skip query terms in more than this share of memories, as search_graph's stage 1
+        # does: their postings are the longest and their idf the smallest (the neighbourhood's cost at 10K)
+        self.sparse_max_df = float(constitution["retrieval"]["sparse_max_df"])
+        self._models = RefitCache("store-model")
+        self._deletions = DeletionCount()
+        self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth, self._deletions)
+
+    def close(self) -> None:
+        """Stop background refits and wait for the running ones (the store is about to close)."""
+        self._models.close()
+        self.translations.close()
+
+    def wait(self) -> None:
+        """Until no background refit runs (tests, benchmarks)."""
+        self._models.wait()
+        self.translations.wait()
+
+    # -- the store model -------------------------------------------------------------------------------------
+    def model(self, store: Any, indexes: Any, by_space: Mapping[int, Any]) -> StoreModel:
+        count = store.count()
+        if count < 2:
+            return EMPTY_MODEL
+        deletions = self._deletions(store)
+
+        def stale(fitted: tuple[int, int, bool] | None) -> bool:
+            if fitted is None:
+                return True
+            n, gone, quick = fitted
+            return quick or gone != deletions or abs(count - n) >= max(1.0, n * self.refit_growth)
+
+        small = count <= self.sync_below  # cheap enough to refit in the caller: every answer is current
+        entry = self._models.get("model", (count, deletions, False), stale,
+                                 lambda: self._fit(store, indexes, by_space, quick=False),
+                                 background=not small,
+                                 first=None if small else lambda: self._fit(store, indexes, by_space, quick=True),
+                                 first_stamp=lambda m: (count, deletions, m.quick))
+        return entry if entry is not None else EMPTY_MODEL
+
+    def reference(self, store: Any, indexes: Any, embedders: Sequence[Any]) -> tuple[Fingerprint, ...]:
+        """A uniform sample of stored fingerprints (at most `calibration.reference_samples`), refreshed with the
+        store model: what binding normalises a candidate's similarity to the context against. See
+        gwt.binding.context_agreements."""
+        return self.model(store, indexes, {e.space: e for e in embedders}).reference
+
+    def _sample(self, store: Any, size: int, spaces: Sequence[int] | None) -> tuple[list[int], list[Fingerprint]]:
+        """Up to `size` stored fingerprints, drawn uniformly over sequence numbers (deleted ones are skipped),
+        deterministic for a given store state."""
+        last = store.last_seq()
+        rng = random.Random(last)
+        seqs = list(range(1, last + 1)) if last <= size else sorted(rng.sample(range(1, last + 1), size))
+        fps = store.fingerprints(seqs, spaces=spaces) if spaces is not None else store.fingerprints(seqs)
+        kept = [(s, f) for s, f in zip(seqs, fps) if f is not None]
+        return [s for s, _ in kept], [f for _, f in kept]
+
+    def _fit(self, store: Any, indexes: Any, by_space: Mapping[int, Any], quick: bool) -> StoreModel:
+        count = store.count()
+        size = min(self.max_samples, self.quick_max_samples) if quick else self.max_samples
+        seqs, sample = self._sample(store, size, spaces=[1, 6, 7, 13])
+        reduced = quick and (len(seqs) < count or self.quick_loo_samples < min(self.loo_samples, len(seqs)))
+        gaussian: dict[int, ds.GaussianFit] = {}
+        if len(seqs) >= self.min_samples:
+            for sid in GAUSSIAN_SPACES:
+                fit = ds.fit_gaussian(np.stack([dense(f[sid]) for f in sample]).astype(np.float64), self.components)
+                if fit is not None:
+                    gaussian[sid] = fit
+        idf: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+        for sid in SPARSE_SPACES:
+            terms = (np.concatenate([np.unique(sparse(f[sid]).indices) for f in sample]) if sample
+                     else np.zeros(0, np.int64))
+            known, df = np.unique(terms.astype(np.int64), return_counts=True)
+            n = len(sample)
+            idf[sid] = (known, np.log1p((n - df + 0.5) / (df + 0.5)), float(np.log1p((n + 0.5) / 0.5)))
+        partial = StoreModel(count, gaussian, idf, None, {}, 0)
+        clusters = self._fit_clusters(store, by_space, seqs, sample)
+        partial = StoreModel(count, gaussian, idf, clusters, {}, 0)
+        # leave-one-out statistics of a sample of stored memories, each against the store without itself
+        loo_n = min(self.quick_loo_samples if quick or count <= self.sync_below else self.loo_samples, len(seqs))
+        rng = random.Random(store.last_seq() + 1)
+        loo_seqs = sorted(rng.sample(seqs, loo_n)) if loo_n < len(seqs) else list(seqs)
+        stats: dict[str, list[float]] = {}
+        cache: dict[int, Fingerprint] = {s: f for s, f in zip(loo_seqs, store.fingerprints(loo_seqs)) if f is not None}
+        for seq in loo_seqs:
+            fp = cache.get(seq)
+            if fp is None:
+                continue
+            ranked, neighbourhood = self._neighbours(store, indexes, fp, frozenset({seq}), cache)
+            for space in SPACES:
+                fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
+                if not fps:
+                    continue
+                sims = space_similarities(by_space, space, fp, fps)
+                for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
+                    stats.setdefault(key, []).append(g)
+        calibration = {key: cal.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
+        ref_seqs = seqs if len(seqs) <= self.reference_size else sorted(rng.sample(seqs, self.reference_size))
+        reference = tuple(f for f in store.fingerprints(ref_seqs) if f is not None)
+        return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
+                          reference=reference)
+
+    def _fit_clusters(self, store: Any, by_space: Mapping[int, Any], seqs: list[int],
+                      sample: list[Fingerprint]) -> Clusters | None:
+        c = dc.cluster_count(len(seqs), 2, self.max_clusters)
+        if c < 2:
+            return None
+        x = np.stack([dense(f[1]) for f in sample]).astype(np.float64)
+        centroids, labels = dc.spherical_kmeans(x, c, seed=len(seqs))
+        groups = dc.prototypes(x, centroids, labels, self.per_cluster)
+        member_seqs = [[seqs[i] for i in g] for g in groups]
+        flat = [s for g in member_seqs for s in g]
+        fps = dict(zip(flat, store.fingerprints(flat)))
+        members = [[s for s in g if fps.get(s) is not None] for g in member_seqs]
+        keep = [j for j, g in enumerate(members) if g]
+        if len(keep) < 2:
+            return None
+        centroids = centroids[keep]
+        members = [members[j] for j in keep]
+        member_fps = [[fps[s] for s in g] for g in members]
+        flat_fps = [f for g in member_fps for f in g]
+        groups_idx, start = [], 0
+        for g in members:
+            groups_idx.append(list(range(start, start + len(g))))
+            start += len(g)
+        separation: dict[int, np.ndarray] = {}
+        baseline: dict[int, float] = {}
+        owner = np.repeat(np.arange(len(members)), [len(g) for g in members])
+        across = owner[:, None] != owner[None, :]
+        for space in SPACES:
+            if space.id == LATE_INTERACTION:  # measured by E1 (below): E12 borrows E1's neighbours too
+                continue
+            dist = np.stack([1.0 - space_similarities(by_space, space, f, flat_fps) for f in flat_fps])
+            np.fill_diagonal(dist, 0.0)
+            separation[space.id] = dc.separations(dist, groups_idx)
+            baseline[space.id] = float(np.median(1.0 - dist[across]))
+        separation[LATE_INTERACTION] = separation[1]
+        baseline[LATE_INTERACTION] = baseline[1]
+        return Clusters(centroids, members, member_fps, separation, baseline)
+
+    # -- one computation ---------------------------------------------------------------------------------------
+    def _neighbours(self, store: Any, indexes: Any, fingerprint: Fingerprint, exclude: frozenset[int],
+                    cache: dict[int, Fingerprint] | None = None) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
+        return index_neighbours(store, indexes, fingerprint, exclude, 2 * self.k, self.sparse_max_df, cache)
+
+    def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
+                coherence_history: Sequence[float], emotional_weight: float = 1.0,
+                exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
+                triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
+                importance: float | None = None, tau: Sequence[float] | None = None,
+                pool: Mapping[int, Fingerprint] | None = None,
+                pool_similarities: Mapping[int, np.ndarray] | None = None) -> DeltaSc:
+        """φ is the memory's own binding spread (D19), not the network's. wₑ = 0.5 + `importance` when given,
+        else `emotional_weight`; τ uniform unless given. `pool` ({seq: fingerprint}): draw the neighbours
+        from it instead of the indexes (a search's answer), with their similarities to `fingerprint` when
+        `pool_similarities` has them (rank_within)."""
+        started = time.perf_counter()
+        by_space = {e.space: e for e in embedders}
+        known: dict[int, np.ndarray] = {}  # per space, the similarities of its ranked neighbours when known
+        if pool is None:
+            ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)
+        else:
+            ranked, neighbourhood, known = rank_within(by_space, fingerprint, pool, 2 * self.k, exclude,
+                                                       pool_similarities)
+        timings = {"neighbours": _ms(started)}
+        model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
+        timings["model"] = _ms(started) - timings["neighbours"]
+        cluster_dists = self._cluster_distances(model, by_space, fingerprint, exclude)
+        partial = []
+        for space in SPACES:
+            fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
+            partial.append(self._space(store, model, by_space, space, fingerprint, fps, edge_weights, triples,
+                                       own_triples, cluster_dists, known.get(space.id)))
+        current = float(np.mean([dc.delta_c(p[3], p[4], 1.0, self.weights) for p in partial]))
+        consistency = dc.consistency(coherence_history, current if neighbourhood else None)
+        results = []
+        for sid, delta_s, method, conn, fit, n in partial:
+            if n == 0:
+                results.append(SpaceResult(sid, delta_s, self.empty_c, method, 0.0, dc.NEUTRAL_FIT, 0))
+            else:
+                results.append(SpaceResult(sid, delta_s, dc.delta_c(conn, fit, consistency, self.weights), method,
+                                           conn, fit, n))
+        timings["spaces"] = _ms(started) - timings["neighbours"] - timings["model"]
+        weights = learning.normalised(list(tau) if tau is not None and len(tau) == len(SPACES)
+                                      else [1.0] * len(SPACES))
+        s_values = [r.delta_s for r in results]
+        c_values = [r.delta_c for r in results]
+        entropy = float(np.dot(weights, s_values))
+        coherence = float(np.dot(weights, c_values))
+        stage = self.lambda_policy(learning.lifecycle(store.count(), self.stages))
+        w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
+        phi = learning.binding_phase_spread(s_values)
+        score = learning.learning_score(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
+                                        self.gain, self.emotional_bounds)
+        predicted = learning.learning_score([s_values[0]] * len(SPACES), [c_values[0]] * len(SPACES), weights,
+                                            stage.lambda_s, stage.lambda_c, w_e, 0.0, self.gain,
+                                            self.emotional_bounds)
+        timings["total"] = _ms(started)
+        return DeltaSc(results, consistency, entropy, coherence, score, classify(entropy, coherence, self.threshold),
+                       stage, self.threshold, timings, neighbourhood, predicted, phi, w_e)
+
+    def _cluster_distances(self, model: StoreModel, by_space: Mapping[int, Any], fp: Fingerprint,
+                           exclude: frozenset[int]) -> dict[int, list[tuple[np.ndarray, float]]]:
+        """Per space, for the `considered` clusters nearest in E1: (distances to the cluster's prototypes, the
+        cluster's separation b). The scored memory is left out of the prototypes."""
+        cl = model.clusters
+        if cl is None:
+            return {}
+        v = np.nan_to_num(np.asarray(fp[1], dtype=np.float64))
+        norm = np.linalg.norm(v)
+        near = np.argsort(-(cl.centroids @ (v / norm if norm > 0 else v)), kind="stable")[: self.considered]
+        chosen, rows = [], []
+        for c in near.tolist():
+            keep = [cl.prototype_starts[c] + i for i, s in enumerate(cl.members[c]) if s not in exclude]
+            if keep:
+                chosen.append((c, keep))
+                rows.extend(keep)
+        out: dict[int, list[tuple[np.ndarray, float]]] = {}
+        flat = cl.prototype_columns.take(rows)
+        bounds = np.cumsum([0] + [len(keep) for _, keep in chosen])
+        for space in SPACES:  # one similarity call per space over every chosen prototype
+            if space.id == LATE_INTERACTION:
+                continue
+            dist = 1.0 - space_similarities(by_space, space, fp, flat)
+            out[space.id] = [(dist[bounds[j]:bounds[j + 1]], float(cl.separation[space.id][c]))
+                             for j, (c, _) in enumerate(chosen)]
+        # E12's MaxSim over every prototype's token matrix costs more than the rest together; its ClusterFit
+        # is E1's, as its neighbours are E1's
+        out[LATE_INTERACTION] = out[1]
+        return out
+
+    def _space(self, store: Any, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
+               fps: list, edge_weights: Sequence[float], triples: Sequence[Any], own_triples: Sequence[Any],
+               cluster_dists: Mapping[int, list], sims: np.ndarray | None = None
+               ) -> tuple[int, float, str, float, float, int]:
+        """(space, ΔS, method, connectivity, cluster fit, neighbours). `sims`: fp's similarities to `fps`, when
+        the caller already has them (rank_within)."""
+        sid = space.id
+        if not fps:
+            return sid, self.empty_s, "empty store: everything is novel", 0.0, dc.NEUTRAL_FIT, 0
+        if sims is None or len(sims) != len(fps):
+            sims = space_similarities(by_space, space, fp, fps)
+        stats = self._statistics(model, by_space, sid, fp, fps, sims)
+        delta_s, method = self._novelty(store, model, sid, stats, triples, own_triples, len(fps))
+        baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
+        conn = dc.graded_connectivity(np.sort(sims)[::-1][: self.k], self.connect if baseline is None else baseline)
+        if sid == GRAPH_SPACE and len(edge_weights):
+            conn = dc.connectivity(edge_weights, 0.0)
+        pairs = cluster_dists.get(sid, [])
+        fit = dc.cluster_silhouette([d for d, _ in pairs], [b for _, b in pairs]) if pairs else dc.NEUTRAL_FIT
+        return sid, delta_s, method, conn, fit, len(fps)
+
+    def _statistics(self, model: StoreModel, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, fps: list,
+                    sims: np.ndarray) -> dict[str, float]:
+        """The raw local statistics g of one space (utl.delta_s), keyed by what they are calibrated as."""
+        k = self.k
+        key = f"E{sid}"
+        if sid == 5:
+            e5 = by_space[5]
+            column = [f[5] for f in fps]
+            # like halves (a restatement of its cause, of its effect): a duplicate is not novel
+            causes, effects = (clip_unit(s) for s in e5.restatement(fp[5], column))
+            return {key: 0.5 * (cal.local_statistic(1.0 - causes, k) + cal.local_statistic(1.0 - effects, k))}
+        if sid in SPARSE_SPACES:
+            own = sparse(fp[sid])
+            terms = np.asarray(own.indices, dtype=np.int64)
+            union = np.unique(np.concatenate([np.asarray(sparse(f[sid]).indices, dtype=np.int64) for f in fps]))
+            covered = np.isin(terms, union, assume_unique=True)
+            weights = np.abs(np.asarray(own.values, dtype=np.float64)) * model.idf_of(sid, terms)
+            return {key: cal.sparse_statistic(float(sims.max()) if sims.size else 0.0, weights, covered)}
+        cosine = cal.local_statistic(1.0 - sims, k)
+        fit = model.gaussian.get(sid)
+        if sid in GAUSSIAN_SPACES and fit is not None:
+            maha = cal.local_statistic(ds.mahalanobis_distances(fit, np.asarray(fp[sid], dtype=np.float64),
+                                                               np.stack([f[sid] for f in fps])), k)
+            return {key: maha, f"{key}/cosine": cosine} if sid == 7 else {key: maha}
+        if sid == 7:
+            return {f"{key}/cosine": cosine}
+        return {key: cosine}
+
+    def _novelty(self, store: Any, model: StoreModel, sid: int, stats: Mapping[str, float],
+                 triples: Sequence[Any], own_triples: Sequence[Any], n: int) -> tuple[float, str]:
+        k = self.k
+        key = f"E{sid}"
+        loo = f"calibrated on {model.loo_samples} leave-one-out memories" if model.loo_samples else "uncalibrated"
+        if sid == 1:
+            fit = model.gaussian.get(1)
+            if fit is None:
+                return (model.calibrate(key, stats[key]),
+                        f"knn (k={k}): √(d₁·d̄ₖ) of cosine distances, {loo}; a Gaussian fit needs "
+                        f"{self.min_samples} memories (Ledoit–Wolf)")
+            return (model.calibrate(key, stats[key]),
+                    f"gaussian: √(d₁·d̄ₖ) of Mahalanobis distances to the {min(n, k)} nearest under a Ledoit–Wolf "
+                    f"covariance of {fit.samples} stored E1 vectors (shrinkage {fit.shrinkage:.3f}), {loo}")
+        if sid == 7:
+            cos = model.calibrate(f"{key}/cosine", stats[f"{key}/cosine"])
+            if key not in stats:
+                return cos, f"knn (k={k}): √(d₁·d̄ₖ) of cosine distances, {loo} (hybrid once {self.min_samples} stored)"
+            return (ds.hybrid_novelty(model.calibrate(key, stats[key]), cos),
+                    f"hybrid: mean of the Ledoit–Wolf Mahalanobis and cosine local scores, {loo}")
+        value = model.calibrate(key, stats[key])
+        if sid == 5:
+            return value, f"asymmetric_knn (k={k}): cause→cause and effect→effect, {loo}"
+        if sid == 9:
+            return value, f"hamming: √(d₁·d̄ₖ) of normalised Hamming distances, {loo}"
+        if sid == 12:
+            return value, f"maxsim: √(d₁·d̄ₖ) of 1 − MaxSim to E1's nearest, {loo}"
+        if sid in SPARSE_SPACES:
+            return value, (f"jaccard: √(d₁·(¾u + ¼d₁)), d₁ = 1 − max Jaccard, u the idf share of terms no "
+                           f"neighbour uses, {loo}")
+        if sid == 11 and not triples:
+            return value, (f"knn (k={k}): √(d₁·d̄ₖ) of 1 − similarity, {loo}; the memory states no relation "
+                           f"triple for TransE")
+        if sid == 11:
+            model_t = self.translations.get(store)
+            if own_triples:  # a stored vertex is scored against the store without itself
+                model_t = model_t.without(relation_vectors(own_triples))
+            vectors = relation_vectors(triples)
+            score = transe.transe_novelty(model_t, vectors)
+            if score is not None:
+                used = sorted({r for r, _, _ in vectors if r in model_t.vectors})
+                return (cal.hybrid_geometric(value, score),
+                        f"transe: √(calibrated knn · ‖h + r − t‖² score) against the stored translation of "
+                        f"{', '.join(used)} ({sum(model_t.counts[r] for r in used)} triples)")
+            relations = sorted({r for r, _, _ in vectors})
+            return value, (f"knn (k={k}), {loo}: TransE knows no relation {', '.join(relations)} yet (needs "
+                           f"{self.translations.min_examples} stored triples)")
+        return value, f"knn (k={k}): √(d₁·d̄ₖ) of 1 − similarity, {loo}"
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

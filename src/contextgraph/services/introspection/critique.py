@@ -1,0 +1,177 @@
+"""critique_context (seed 001 REQ-MCP-P1-007, issue 18): checks the most recent memories, against each other and
+their nearest stored memories, and says what to do about each finding.
+
+    conflicts       the same topic or entities (E1 cosine ≥ conflict_min_e1, or E11 entity cosine ≥
+                    conflict_min_e11) and opposite claims: one states what the other negates ("the cache is
+                    enabled" / "the cache is not enabled"), or opposite words (enabled/disabled, passed/failed …)
+    duplicates      E1 cosine ≥ θ_dup (ATC's prior 0.90)
+    outdated        a newer memory on the same topic (E1 cosine ≥ outdated_min_e1) or one that contradicts it
+    low_confidence  an annotated confidence below the floor, or hedged wording (might, maybe, probably, TBD …)
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+import anyio
+import numpy as np
+
+from contextgraph.constitution import Constitution
+from contextgraph.services.memory.memory_payloads import record_summary
+from contextgraph.services.runtime.store_handle import StoreHandle
+from contextgraph.storage.base import MemoryRecord
+
+_NEGATION = re.compile(r"\b(?:not|never|no\s+longer|cannot|isn['’]t|aren['’]t|wasn['’]t|weren['’]t|doesn['’]t|"
+                       r"don['’]t|didn['’]t|won['’]t|can['’]t|shouldn['’]t|no|none|neither|nor|without)\b", re.I)
+_OPPOSITES = (("enabled", "disabled"), ("true", "false"), ("passed", "failed"), ("succeeded", "failed"),
+              ("increase", "decrease"), ("increases", "decreases"), ("allowed", "forbidden"), ("allowed", "denied"),
+              ("online", "offline"), ("valid", "invalid"), ("safe", "unsafe"), ("supported", "unsupported"),
+              ("always", "never"), ("faster", "slower"), ("required", "optional"), ("works", "broken"))
+_HEDGES = re.compile(r"\b(?:might|maybe|perhaps|possibly|probably|i\s+think|i\s+guess|not\s+sure|unsure|unverified|"
+                     r"unconfirmed|tbd|todo|guess(?:ing)?|rumou?r)\b|\?\s*$", re.I)
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATION.search(text))
+
+
+def opposite_words(a: str, b: str) -> list[str]:
+    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    found = []
+    for x, y in _OPPOSITES:
+        if (x in wa and y in wb and y not in wa and x not in wb) or (y in wa and x in wb and x not in wa
+                                                                      and y not in wb):
+            found.append(f"{x}/{y}")
+    return found
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def opposition(a: str, b: str) -> str | None:
+    """Why two texts on one topic make opposite claims, or None: one negates what the other states, they use
+    opposite words, or they say the same sentence with different numbers ("TTL is 30 s" / "TTL is 60 s")."""
+    if negated(a) != negated(b):
+        return f"'{_short(a if negated(a) else b)}' negates the other"
+    words = opposite_words(a, b)
+    if words:
+        return f"opposite words {', '.join(words)}"
+    na, nb = _NUMBER.findall(a), _NUMBER.findall(b)
+    if na and nb and na != nb:
+        wa = set(re.findall(r"[a-z]+", a.lower()))
+        wb = set(re.findall(r"[a-z]+", b.lower()))
+        if wa and wb and len(wa & wb) / len(wa | wb) >= 0.6:
+            return f"the same statement with different values ({', '.join(na)} vs {', '.join(nb)})"
+    return None
+
+
+class Critique:
+    def __init__(self, storage: StoreHandle, constitution: Constitution) -> None:
+        self.storage = storage
+        r = constitution["reflection"]
+        self.min_e1 = float(r["conflict_min_e1"])
+        self.min_e11 = float(r["conflict_min_e11"])
+        self.outdated_e1 = float(r["outdated_min_e1"])
+        self.k = int(r["neighbours"])
+        self.low = float(r["low_confidence"])
+        self.theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
+
+    async def critique(self, window: int, checks: list[str]) -> dict[str, Any]:
+        storage = await self.storage.ready()
+        store, indexes = storage.store, storage.indexes
+
+        def run() -> dict[str, Any]:
+            recent: list[MemoryRecord] = store.graph_read(lambda g: g.recent(window, None, None))
+            if not recent:
+                return {"examined": 0, "findings": {c: [] for c in checks},
+                        "message": "No memories yet: nothing to critique."}
+            records = {r.id: r for r in recent}
+            fps = dict(zip([r.id for r in recent], store.fingerprints([r.seq for r in recent], spaces=[1, 11])))
+            pairs: set[tuple[str, str]] = set(itertools.combinations(sorted(records), 2))
+            for r in recent:  # each recent memory also against its nearest stored memories
+                fp = fps.get(r.id)
+                if fp is None:
+                    continue
+                hits = [seq for seq, _ in indexes.search(1, fp[1], self.k + 1) if seq != r.seq][: self.k]
+                for other, ofp in zip(store.get_by_seq(hits), store.fingerprints(hits, spaces=[1, 11])):
+                    if other is not None and ofp is not None and other.id != r.id:
+                        records.setdefault(other.id, other)
+                        fps.setdefault(other.id, ofp)
+                        pairs.add((r.id, other.id) if r.id < other.id else (other.id, r.id))
+            vec = {i: (_unit(fp[1]), _unit(fp[11])) for i, fp in fps.items() if fp is not None}
+            findings: dict[str, list[dict[str, Any]]] = {c: [] for c in checks}
+            for a, b in sorted(pairs):
+                if a not in vec or b not in vec:
+                    continue
+                ra, rb = records[a], records[b]
+                older, newer = (ra, rb) if ra.created_at <= rb.created_at else (rb, ra)
+                e1 = float(vec[a][0] @ vec[b][0])
+                e11 = float(vec[a][1] @ vec[b][1])
+                same_topic = e1 >= self.min_e1 or e11 >= self.min_e11
+                contrast = opposition(ra.content, rb.content) if same_topic else None
+                if contrast is not None:
+                    evidence = f"same topic (E1 {e1:.3f}, E11 entities {e11:.3f}) and opposite claims: {contrast}"
+                    if "conflicts" in checks:
+                        findings["conflicts"].append({
+                            "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
+                            "e11_cosine": round(e11, 4), "evidence": evidence,
+                            "action": {"tool": "forget_concept", "node_id": older.id, "reason": "incorrect",
+                                       "why": "keep the claim that is true now (the newer one, unless you know "
+                                              "better); or annotate_node both with their confidence"}})
+                    if "outdated" in checks:
+                        findings["outdated"].append(self._outdated(older, newer, e1, "contradicted by a newer memory"))
+                elif "duplicates" in checks and e1 >= self.theta_dup:
+                    findings["duplicates"].append({
+                        "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
+                        "evidence": f"E1 cosine {e1:.3f} ≥ θ_dup {self.theta_dup}",
+                        "action": {"tool": "merge_concepts", "source_node_ids": [older.id, newer.id],
+                                   "why": "two copies of one memory split its edges and its importance"}})
+                elif "outdated" in checks and self.outdated_e1 <= e1 < self.theta_dup:
+                    findings["outdated"].append(self._outdated(older, newer, e1, "a newer memory on the same topic"))
+            if "low_confidence" in checks:
+                for r in recent:
+                    reasons = []
+                    confidence = (r.extra.get("annotations") or {}).get("confidence")
+                    if confidence is not None and float(confidence) < self.low:
+                        reasons.append(f"annotated confidence {confidence} < {self.low}")
+                    hedge = _HEDGES.search(r.content)
+                    if hedge:
+                        reasons.append(f"hedged wording: '{hedge.group(0).strip()}'")
+                    if reasons:
+                        findings["low_confidence"].append({
+                            "memory": _brief(r), "evidence": "; ".join(reasons),
+                            "action": {"tool": "annotate_node", "node_id": r.id,
+                                       "why": "confirm it and record the confidence, or forget_concept it"}})
+            total = sum(len(v) for v in findings.values())
+            return {"examined": len(recent), "compared_pairs": len(pairs), "findings": findings,
+                    "counts": {c: len(v) for c, v in findings.items()}, "total": total,
+                    "message": "Nothing to fix in the recent context." if total == 0 else
+                               f"{total} finding(s); each carries the tool call that resolves it."}
+
+        return await anyio.to_thread.run_sync(run)
+
+    @staticmethod
+    def _outdated(older: MemoryRecord, newer: MemoryRecord, e1: float, why: str) -> dict[str, Any]:
+        return {"memory": _brief(older), "superseded_by": _brief(newer), "e1_cosine": round(e1, 4),
+                "evidence": f"{why} (stored {newer.created_at - older.created_at:.0f} s later, E1 {e1:.3f})",
+                "action": {"tool": "forget_concept", "node_id": older.id, "reason": "obsolete",
+                           "why": "or merge_concepts the two if both still hold"}}
+
+
+def _unit(v: Any) -> np.ndarray:
+    x = np.asarray(v, dtype=np.float64)
+    n = float(np.linalg.norm(x))
+    return x / n if n else x
+
+
+def _brief(record: MemoryRecord) -> dict[str, Any]:
+    summary = record_summary(record, preview=160)
+    return {k: summary[k] for k in ("id", "content", "created_at", "importance")}
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+

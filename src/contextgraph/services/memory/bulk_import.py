@@ -1,0 +1,314 @@
+"""Bulk import and export of memories (issue 19.6): the use-case behind `contextgraph import FILE.jsonl` and
+`contextgraph export`. Lines arrive validated (shell.bulk holds them to store_memory's argument model); here a
+batch of them becomes memories the way store_memory makes one, with three differences that are the point:
+
+    one pipeline call   the whole batch goes through the pipeline at once (`embed_with_triples`), not one text
+                        per call: the backbone runs it as few forwards as its length buckets allow (one padded
+                        forward for texts of 11-256 tokens cost 3x the texts one by one), and every embedder
+                        works on the batch as a whole
+    one transaction     the batch commits in one `graph_write`: every memory with all 13 spaces, its edges, its
+                        E11 triples and its "created" lineage, or nothing of the batch (ARCH-01); durable when
+                        `import_batch` returns
+    one process         no protocol, dispatcher or pulse per memory
+
+What each memory gets, as store_memory gives it: PII redaction of content and rationale (the kinds found kept on
+the record), the full UTL against the store (ΔS/ΔC per space, L and L̂, folded into the engine's state), the
+Semantic edges to its E1 nearest above `graph.semantic_edge_min_cosine`, Causal edges from E5's cause/effect
+halves, a Temporal edge from the previous memory of its session, its E11 triples, its purpose vector once a
+north star exists, the adversarial screen's flag (and the quarantine list), the E8 refresh of its neighbourhood
+and the after-store listeners (MemoryService.after_store). No `link_to` (a line has none), so no Relational
+edges. The differences a batch makes, said precisely:
+
+  * UTL: a memory's ΔS/ΔC is measured against the store as it was before its batch (the batch's other memories
+    are not yet its neighbours), and the engine's coherence history is the one before the batch. With
+    `--batch-size 1` every memory sees all earlier ones, as with store_memory one by one.
+  * Auto edges see the batch's earlier memories as well as the store: Semantic edges to the best
+    `semantic_edge_k` of both; Causal edges test every earlier memory of the batch (store_memory tests the few
+    E1/E5 nearest), under the same similarity and margin thresholds.
+  * Session: every memory of a file goes into one session, `import-<first 16 hex of the file's SHA-256>`, in
+    line order, so the Temporal edges chain the file's memories.
+  * Timestamps: `created_at` (unix seconds) when the line gives one, also as the time the temporal spaces
+    embed; the import time otherwise.
+
+Restartable: each record carries `extra.import = {file, line}` (the file's SHA-256 and its 1-based line). A
+batch commits whole or not at all, so the newest memory of the file's session names the last line committed;
+an import of the same file resumes after it (`resume_line`). The session's newest memory is found by walking
+the store from its newest memory backwards: immediate when the import was the last writer, a scan of the
+store when the file was never imported.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import anyio
+import numpy as np
+
+from contextgraph.embedders.e05_causal import CausalEmbedder, causal_spans
+from contextgraph.embedders.pipeline import Draft
+from contextgraph.fingerprint import Fingerprint
+from contextgraph.log import get_logger
+from contextgraph.security.pii import redact
+from contextgraph.services.engine.delta_sc_result import DeltaSc
+from contextgraph.services.memory.adversarial import add_to_quarantine, screen
+from contextgraph.services.memory.auto_edges import CausalMatch
+from contextgraph.services.memory.memory import MemoryService
+from contextgraph.services.memory.memory_payloads import NewMemory
+from contextgraph.storage.base import GraphTxn, MemoryRecord
+from contextgraph.storage.codec import encode_fingerprint
+
+_log = get_logger("import")
+EXPORT_FIELDS = ("content", "rationale", "tags", "importance", "modality", "created_at")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportLine:
+    """One validated line: what store_memory would be given, plus its place in the file."""
+
+    line: int  # 1-based
+    memory: NewMemory  # content and rationale as written (redacted here); tags already redacted
+    created_at: float | None = None
+
+
+@dataclass
+class BatchResult:
+    stored: list[MemoryRecord] = field(default_factory=list)
+    edges: int = 0
+    embed_ms: float = 0.0
+    score_ms: float = 0.0
+    commit_ms: float = 0.0
+
+
+def import_session(file_hash: str) -> str:
+    return f"import-{file_hash[:16]}"
+
+
+class BatchEmbedder(Protocol):
+    """What fingerprints a batch: the data directory's own pipeline, or a PipelinePool of worker processes."""
+
+    def embed_with_triples(self, items: Sequence[Draft]) -> tuple[list[Fingerprint], list[list[Any]]]: ...
+
+
+class BulkImporter:
+    """Imports the lines of one file (identified by its SHA-256) into the store of `memory`'s data directory.
+    `embedder` fingerprints the batches (default: the server's own pipeline, in this process)."""
+
+    def __init__(self, memory: MemoryService, file_hash: str, source: str,
+                 embedder: BatchEmbedder | None = None) -> None:
+        self.memory = memory
+        self.embedder = embedder
+        self.file_hash = file_hash
+        self.source = source
+        self.session = import_session(file_hash)
+        self._previous: MemoryRecord | None = None  # the session's newest memory: the next Temporal edge's source
+        self._resumed = False
+
+    async def resume_line(self) -> int:
+        """The last line of this file already committed (0 when none): an import resumes after it."""
+        handle = await self.memory.handle.ready()
+        session = self.session
+
+        def newest() -> MemoryRecord | None:
+            found = handle.store.graph_read(lambda g: g.recent(1, None, session))
+            return found[0] if found else None
+
+        self._previous = await anyio.to_thread.run_sync(newest)
+        self._resumed = True
+        if self._previous is None:
+            return 0
+        return int((self._previous.extra.get("import") or {}).get("line", 0))
+
+    async def import_batch(self, lines: Sequence[ImportLine]) -> BatchResult:
+        """Store `lines` as memories in one forward pass and one transaction; durable when this returns."""
+        result = BatchResult()
+        if not lines:
+            return result
+        if not self._resumed:
+            await self.resume_line()
+        handle = await self.memory.handle.ready()
+        pipeline = await self.memory.perception.pipeline()
+        store, indexes, rules = handle.store, handle.indexes, self.memory.edge_rules
+        e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
+        now = time.time()
+        texts = [redact(line.memory.content) for line in lines]
+        rationales = [redact(line.memory.rationale) for line in lines]
+        first_position = 0 if self._previous is None else self._previous.session_position + 1
+        global_position = store.last_seq() + 1
+        drafts = [Draft(text=content, modality=line.memory.modality,
+                        timestamp=now if line.created_at is None else line.created_at,
+                        session_position=first_position + i, global_position=global_position + i)
+                  for i, (line, (content, _found)) in enumerate(zip(lines, texts))]
+        history = list(self.memory.cognition.snapshot()["coherence_history"])
+
+        def embed() -> tuple[list[Fingerprint], list[list[Any]]]:
+            started = time.perf_counter()
+            embedded = (self.embedder or pipeline).embed_with_triples(drafts)
+            result.embed_ms = (time.perf_counter() - started) * 1e3
+            return embedded
+
+        def score_batch() -> tuple[list[DeltaSc], list[list[tuple[str, float]]], list[list[CausalMatch]]]:
+            started = time.perf_counter()
+            utl, similar, causal = [], [], []
+            for fp, found, line, (content, _f) in zip(fingerprints, triples, lines, texts):
+                utl.append(handle.delta_sc.compute(store, indexes, pipeline.embedders, fp,
+                                                   coherence_history=history, triples=found,
+                                                   importance=line.memory.importance))
+                similar.append(rules.similar(store, indexes, fp))
+                causal.append(rules.causal(store, indexes, content, fp, e5))
+            result.score_ms = (time.perf_counter() - started) * 1e3
+            return utl, similar, causal
+
+        # the batch's forward holds the forward limiter; its scoring only reads, beside other calls' forwards
+        fingerprints, triples = await anyio.to_thread.run_sync(embed, limiter=self.memory.perception.cpu)
+        utl, similar, causal = await anyio.to_thread.run_sync(score_batch, limiter=self.memory.perception.reads)
+        ids = [uuid.uuid4().hex for _ in lines]
+        similar = _with_batch_neighbours(similar, ids, fingerprints, rules.semantic_min, rules.semantic_k)
+        causal = _with_batch_causes(causal, ids, [c for c, _ in texts], fingerprints, e5, rules.causal_min,
+                                    rules.causal_min_margin)
+        records, blobs, edge_lists, flagged = [], [], [], []
+        previous_id = None if self._previous is None else self._previous.id
+        teleology = self.memory.teleology
+        if teleology is not None:
+            teleology.use_embedders(pipeline.embedders)
+        for i, line in enumerate(lines):
+            content, found = texts[i]
+            rationale, found_in_rationale = rationales[i]
+            extra: dict[str, Any] = {"import": {"file": self.file_hash, "line": line.line}}
+            if teleology is not None:  # its purpose vector under the north star, as store_memory keeps it
+                extra.update(teleology.record_extra(fingerprints[i]))
+            flags = screen(content, self.memory.flag_score)  # flagged, never dropped (issue 18)
+            if flags:
+                extra["adversarial"] = flags
+                flagged.append((ids[i], [f["kind"] for f in flags["findings"]]))
+            created = now if line.created_at is None else line.created_at
+            edges, temporal = rules.edges(ids[i], [], similar[i], causal[i], now)
+            if previous_id is not None:
+                edges.append(temporal(previous_id, ids[i]))
+            previous_id = ids[i]
+            records.append(MemoryRecord(
+                id=ids[i], content=content, rationale=rationale, modality=line.memory.modality,
+                session=self.session, created_at=created, updated_at=now, importance=line.memory.importance,
+                tags=line.memory.tags, redactions=tuple(found + found_in_rationale),
+                session_position=first_position + i, extra=extra,
+            ))
+            blobs.append(encode_fingerprint(fingerprints[i]))  # outside the transaction: keep the lock short
+            edge_lists.append(edges)
+        source = self.source
+
+        def commit(g: GraphTxn) -> list[MemoryRecord]:
+            stored = []
+            for record, blob, edges, found_triples, line in zip(records, blobs, edge_lists, triples, lines):
+                kept = g.restore_memory(record, blob)  # a fresh seq and an oplog "put", as store.put makes
+                for edge in edges:
+                    if g.exists(edge.other(record.id)):
+                        g.put_edge(edge)
+                g.append_lineage(record.id, {"event": "created", "at": now, "seq": kept.seq,
+                                             "imported_from": source, "line": line.line})
+                if found_triples:
+                    g.put_triples(record.id, found_triples)
+                stored.append(kept)
+            return stored
+
+        started = time.perf_counter()
+        result.stored = await handle.writer.submit(lambda: store.graph_write(commit))
+        # the batch into every index in one catch-up (the oplog path), before the next batch searches them
+        await anyio.to_thread.run_sync(lambda: indexes.catch_up(store))
+        result.commit_ms = (time.perf_counter() - started) * 1e3
+        self._previous = result.stored[-1]
+        result.edges = sum(len(edges) for edges in edge_lists)
+        for memory_id, kinds in flagged:  # the flag is on the record; the list is homeostatic_status's index
+            try:
+                await handle.writer.submit(add_to_quarantine, store, memory_id, now, kinds)
+            except Exception:
+                _log.exception("quarantine list update failed; the record itself carries the flag", id=memory_id)
+        handle.refresh_e8([r.id for r in result.stored]
+                          + [e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges])
+        count = store.count()
+        for record, fingerprint, score in zip(result.stored, fingerprints, utl):
+            self.memory.cognition.record(score.delta_s, score.delta_c, memory_count=count,
+                                         learning_score=score.learning_score,
+                                         predicted_learning_score=score.predicted_learning_score)
+            for hook in self.memory.after_store:  # steering and the other listeners hear of each memory
+                try:
+                    await hook(record, fingerprint, score)
+                except Exception:  # the batch is committed: a listener's failure must not undo the import
+                    _log.exception("after-store listener failed", id=record.id)
+        await handle.save_engine_after_commit()
+        _log.info("memories imported", count=len(result.stored), source=source,
+                  lines=f"{lines[0].line}-{lines[-1].line}")
+        return result
+
+
+def _with_batch_neighbours(similar: list[list[tuple[str, float]]], ids: Sequence[str],
+                           fingerprints: Sequence[Fingerprint], minimum: float,
+                           k: int) -> list[list[tuple[str, float]]]:
+    """Each memory's Semantic-edge candidates from the store, joined with the batch's earlier memories (E1
+    cosine ≥ `minimum`), the best `k` kept: what store_memory one by one would have found in the index."""
+    e1 = np.stack([np.asarray(fp[1], dtype=np.float32) for fp in fingerprints])
+    norms = np.linalg.norm(e1, axis=1)
+    cosines = (e1 @ e1.T) / np.maximum(np.outer(norms, norms), 1e-12)
+    out = []
+    for i, found in enumerate(similar):
+        earlier = [(ids[j], float(cosines[i, j])) for j in range(i) if cosines[i, j] >= minimum]
+        out.append(sorted(found + earlier, key=lambda pair: -pair[1])[:k])
+    return out
+
+
+def _with_batch_causes(causal: list[list[CausalMatch]], ids: Sequence[str], contents: Sequence[str],
+                       fingerprints: Sequence[Fingerprint], e5: CausalEmbedder, minimum: float,
+                       min_margin: float) -> list[list[CausalMatch]]:
+    """Each memory's Causal matches from the store, plus those with the batch's earlier memories, by the rule of
+    AutoEdgeRules.causal: both memories have cue spans, cause·effect ≥ `minimum` with a margin over the reverse
+    direction ≥ `min_margin`."""
+    halves: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for content, fp in zip(contents, fingerprints):
+        cause, effect = e5.halves(np.asarray(fp[5]))
+        cued = causal_spans(content).cues and not np.allclose(cause, effect)
+        halves.append((cause, effect) if cued else None)
+    out = []
+    for i, found in enumerate(causal):
+        extra = []
+        mine = halves[i]
+        for j in range(i):
+            other = halves[j]
+            if mine is None or other is None:
+                continue
+            into, out_of = float(mine[0] @ other[1]), float(mine[1] @ other[0])
+            match = (CausalMatch("in", ids[j], into, into - out_of) if into >= out_of
+                     else CausalMatch("out", ids[j], out_of, out_of - into))
+            if match.similarity >= minimum and match.margin >= min_margin:
+                extra.append(match)
+        out.append(found + extra)
+    return out
+
+
+def export_lines(records: Iterator[MemoryRecord]) -> Iterator[dict[str, Any]]:
+    """The import format of each record: content, rationale, tags, importance, modality, created_at (unix
+    seconds, exact), in the store's order. What import reads back into a fresh data directory."""
+    for record in records:
+        yield {"content": record.content, "rationale": record.rationale, "tags": list(record.tags),
+               "importance": record.importance, "modality": record.modality, "created_at": record.created_at}
+
+
+def valid_created_at(value: Any, now: float) -> float:
+    """Unix seconds from a number or an ISO 8601 string (a time without an offset is UTC), within what the
+    temporal spaces embed (from year 1) and not in the future (a day of clock skew allowed); ValueError saying
+    what is wrong otherwise."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"created_at {value!r} is not an ISO 8601 time (e.g. 2026-11-26T09:30:00Z) nor unix "
+                             "seconds") from None
+        value = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"created_at must be unix seconds (a finite number) or an ISO 8601 time, got {value!r}")
+    if not -62_135_596_800 <= value <= now + 86_400:
+        raise ValueError(f"created_at must lie between year 1 and now, got {value!r}")
+    return float(value)

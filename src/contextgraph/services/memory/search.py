@@ -1,0 +1,332 @@
+"""The five-stage retrieval of SPEC §7, over the store, the per-space indexes and the embedders' own measures.
+
+    S1  sparse pre-filter: top hits of the E13 and E6 inverted indexes
+    S2  dense ANN: top hits of the E1 HNSW index
+    S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2, weighted per
+        query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
+        without E1's duplicate votes (E8/E10 where they rank like E1, SPEC D15), plus score-level fusion of the
+        normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
+    S4  purpose-alignment filter: once a north star exists (auto_bootstrap_north_star), candidates whose alignment
+        to it (services.purpose.teleology.StarView) is below the threshold are dropped; a query can opt out. Without a
+        star nothing is computed and the ranking is exactly S3 → S5
+    S5  E12 MaxSim rerank of the fused head
+
+E6 and E13 are BM25-scored by their indexes (SPEC D21) with the settings' k1/b. Every number here is a
+`retrieval:` setting of constitution.yaml, chosen by benchmarks/bench_retrieval_corpora.py on tune halves.
+
+Every stage is timed, and each candidate's rank in every space is kept for diagnostics
+(`include_breakdown`, later `debug_compare_retrieval`). Runs in a worker thread: no await inside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.gwt.binding import context_agreements
+from contextgraph.retrieval.fusion import fuse, ranks, rerank
+from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sharpen, widened
+from contextgraph.retrieval.query_kind import classify, query_weights
+from contextgraph.retrieval.similarity import context_similarities
+from contextgraph.services.memory.purpose_port import StarAlignment
+from contextgraph.storage.base import MemoryRecord
+from contextgraph.storage.fingerprint_columns import FingerprintColumns
+
+SEMANTIC, SPARSE, HDC, LATE, SPLADE = 1, 6, 9, 12, 13
+ALL_SPACES = tuple(space.id for space in SPACES)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    rrf_k: float
+    sparse_candidates: int
+    dense_candidates: int
+    rerank_head: int
+    rerank_weight: float
+    space_weights: Mapping[int, float]
+    sparse_max_df: float = 1.0
+    bm25: Mapping[int, Mapping[str, float]] = field(default_factory=dict)  # space → {k1, b} (E6, E13)
+    score_weights: Mapping[int, float] = field(default_factory=dict)  # space → weight of its min-max score in S3
+    query_kinds: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # kind → space → multiplier
+    temporal_only_when_asked: bool = False
+
+    @classmethod
+    def from_constitution(cls, c: Any) -> RetrievalSettings:
+        r = c["retrieval"]
+
+        def by_space(m: Any) -> dict[int, float]:
+            return {int(k): float(v) for k, v in (m or {}).items()}
+
+        return cls(
+            rrf_k=float(r["rrf_k"]),
+            sparse_candidates=int(r["sparse_candidates"]),
+            dense_candidates=int(r["dense_candidates"]),
+            rerank_head=int(r["rerank_head"]),
+            rerank_weight=float(r["rerank_weight"]),
+            space_weights=by_space(r["space_weights"]),
+            sparse_max_df=float(r["sparse_max_df"]),
+            bm25={int(k): {"k1": float(v["k1"]), "b": float(v["b"])} for k, v in (r.get("bm25") or {}).items()},
+            score_weights=by_space(r.get("score_weights")),
+            query_kinds={str(k): by_space(v) for k, v in (r.get("query_kinds") or {}).items()},
+            temporal_only_when_asked=bool(r.get("temporal_only_when_asked", False)),
+        )
+
+    def weights_for(self, query_text: str | None) -> dict[int, float]:
+        """The space weights for one query (its kind's multipliers; temporal spaces only when it asks about time).
+        No text (a caller with only the fingerprint, e.g. inject_context's related memories): a topical query of
+        no particular kind."""
+        return query_weights(dict(self.space_weights), classify(query_text),
+                             {k: dict(v) for k, v in self.query_kinds.items()}, self.temporal_only_when_asked)
+
+
+@dataclass
+class Found:
+    record: MemoryRecord
+    score: float  # the final fused score
+    similarity: float  # E1 cosine to the query: the number minSimilarity filters on
+    space_ranks: dict[int, int] = field(default_factory=dict)
+    # per-space agreement with the query in [0, 1] (E1..E13): what the workspace binds on (gwt.binding)
+    agreements: tuple[float, ...] = ()
+    # per-space similarity to the query in [0, 1] (E1..E13, E12 as E1: context_similarities), what the agreements
+    # rank against the reference sample; the search's pulse reuses them (operation_pulse)
+    similarities: np.ndarray | None = field(default=None, repr=False)
+    alignment: float | None = None  # to the north star (None: no star, or stage 4 turned off)
+    # its fingerprint as stage 3 read it (views into the candidates' columns: treat as values)
+    fingerprint: Fingerprint = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Retrieval:
+    found: list[Found]
+    candidates: int
+    stages_ms: dict[str, float]
+    stage4: dict[str, Any]  # {active, threshold, dropped, dropped_ids} or {active: false, reason}
+    # per space, the query's similarities to a sample of stored memories: what a memory's agreement with the
+    # query (binding) is measured against, here and by trigger_workspace_broadcast later
+    reference: dict[int, np.ndarray] = field(default_factory=dict)
+    # the RRF weights and k this query was fused with (after the query kind and the neuromodulators)
+    weights: dict[int, float] = field(default_factory=dict)
+    rrf_k: float = 0.0
+
+
+class Retriever:
+    """Stateless over its collaborators: `indexes` (per-space search), `store` (records and fingerprints) and
+    the embedders (each space's similarity). `modulation`: what the neuromodulators do to this retrieval
+    (retrieval.modulation; neutral unless the caller sets it)."""
+
+    modulation: Modulation = NEUTRAL
+
+    def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings,
+                 reference: Sequence[Fingerprint] | FingerprintColumns = (),
+                 purpose: StarAlignment | None = None) -> None:
+        """`reference`: a uniform sample of stored fingerprints (services.delta_sc: the store model's), what
+        the found memories' agreement with the query is normalised against (SPEC §9 binding)."""
+        self.store = store
+        self.indexes = indexes
+        self.embedders = {e.space: e for e in embedders}
+        self.settings = settings
+        self.reference = reference if isinstance(reference, FingerprintColumns) else tuple(reference)
+        self.purpose = purpose  # the north star's StarView (services.purpose.teleology), or None: stage 4 inactive
+
+    def run(
+        self,
+        query: Fingerprint,
+        top_k: int,
+        *,
+        min_similarity: float = 0.0,
+        modality: str | None = None,
+        exclude: frozenset[int] = frozenset(),
+        causal_direction: str = "both",
+        query_text: str | None = None,
+        stage4: bool = True,
+    ) -> Retrieval:
+        s = self.settings
+        timings: dict[str, float] = {}
+        lap = _stage_timer(timings)
+
+        # S1 + S2: candidate generation (noradrenaline's temperature widens or narrows the pools).
+        temperature = self.modulation.temperature
+        candidates: dict[int, None] = {}
+        for space in (SPLADE, SPARSE):
+            for seq, _ in self.indexes.search(space, query[space], widened(s.sparse_candidates, temperature),
+                                              s.sparse_max_df, **s.bm25.get(space, {})):
+                candidates.setdefault(seq)
+        lap("s1_sparse_prefilter")
+        for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], widened(s.dense_candidates, temperature)):
+            candidates.setdefault(seq)
+        lap("s2_dense_ann")
+        seqs = [seq for seq in candidates if seq not in exclude]
+        if not seqs:
+            return Retrieval([], 0, timings, self._stage4_idle(stage4))
+        read_started = time.perf_counter()
+        # one column per space, gathered from the stored blobs (not a decoded fingerprint per candidate)
+        columns = self.store.fingerprint_columns(seqs, ALL_SPACES)
+        read_ms = (time.perf_counter() - read_started) * 1000  # S3's first part: reading the candidates
+        return self._rank(query, columns, top_k, min_similarity=min_similarity, modality=modality,
+                          causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text,
+                          stage4=stage4)
+
+    def rank(
+        self,
+        query: Fingerprint,
+        seqs: list[int],
+        fingerprints: list[Fingerprint | None],
+        top_k: int,
+        *,
+        min_similarity: float = 0.0,
+        modality: str | None = None,
+        causal_direction: str = "both",
+        timings: dict[str, float] | None = None,
+        read_ms: float = 0.0,
+        query_text: str | None = None,
+        stage4: bool = True,
+    ) -> Retrieval:
+        """Stages 3-5 over candidates already chosen and read (None: deleted since): the whole pipeline after
+        candidate generation. inject_context calls it directly with the neighbourhood its UTL computation has
+        already gathered from every space's index, so it neither searches nor reads them twice."""
+        columns = FingerprintColumns.from_fingerprints(seqs, fingerprints, ALL_SPACES)
+        return self._rank(query, columns, top_k, min_similarity=min_similarity, modality=modality,
+                          causal_direction=causal_direction, timings=timings, read_ms=read_ms, query_text=query_text,
+                          stage4=stage4)
+
+    def _rank(
+        self,
+        query: Fingerprint,
+        columns: FingerprintColumns,
+        top_k: int,
+        *,
+        min_similarity: float,
+        modality: str | None,
+        causal_direction: str,
+        timings: dict[str, float] | None,
+        read_ms: float,
+        query_text: str | None,
+        stage4: bool,
+    ) -> Retrieval:
+        s = self.settings
+        timings = {} if timings is None else timings
+        lap = _stage_timer(timings)
+
+        # S3: every space scores every candidate in its own measure; RRF over the ranks.
+        if modality is not None:
+            records = self.store.get_by_seq(columns.seqs)
+            columns = columns.take([row for row, record in enumerate(records)
+                                    if record is not None and record.modality == modality])
+        seqs = columns.seqs
+        docs = columns.rows()
+        if not seqs:
+            return Retrieval([], 0, timings, self._stage4_idle(stage4))
+        scores = self.space_scores(query, columns, causal_direction)
+        mod = self.modulation  # serotonin: the space weights; noradrenaline: k (identity at the baselines)
+        weights = reweight(s.weights_for(query_text), mod.weight_exponent)
+        rrf_k = s.rrf_k * mod.temperature
+        space_ranks = {space: ranks(values) for space, values in scores.items()}
+        fused = fuse(scores, weights, rrf_k, s.score_weights, space_ranks)
+        lap("s3_rrf_fusion")
+        timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
+        # S4: drop what does not serve the north star (dropped candidates sort last and are never chosen, which
+        # ranks the kept ones exactly as filtering them out before S5 would)
+        alignments, keep, stage4_report = self._stage4(docs, seqs, fused, stage4)
+        if keep is not None:
+            fused = np.where(keep, fused, -np.inf)
+        lap("s4_alignment_filter")
+
+        # S5: MaxSim rerank of the fused head.
+        reranked, final = rerank(fused, scores[LATE], max(widened(s.rerank_head, mod.temperature), top_k),
+                                 s.rerank_weight)
+        final = sharpen(final, mod.score_exponent)  # dopamine: monotone, so the order stays
+        final_by_index = dict(zip(reranked.tolist(), final.tolist()))
+        lap("s5_maxsim_rerank")
+
+        found: list[Found] = []
+        chosen = [i for i in reranked.tolist()
+                  if scores[SEMANTIC][i] >= min_similarity and (keep is None or keep[i])][:top_k]
+        records = self.store.get_by_seq([seqs[i] for i in chosen])
+        references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
+        similarities = context_similarities(self.embedders, query, columns.take(chosen))  # [chosen, 13]
+        agreements = context_agreements(similarities, list(references.T))
+        for row, (i, record) in enumerate(zip(chosen, records)):
+            if record is None:
+                continue
+            found.append(Found(
+                record=record,
+                score=round(float(final_by_index[i]), 6),
+                similarity=round(float(scores[SEMANTIC][i]), 6),
+                space_ranks={space: int(r[i]) for space, r in space_ranks.items()},
+                agreements=tuple(agreements[row].tolist()),
+                similarities=similarities[row],
+                alignment=None if alignments is None else round(float(alignments[i]), 6),
+                fingerprint=docs[i],
+            ))
+        lap("fetch_records")
+        return Retrieval(found, len(seqs), timings, stage4_report,
+                         {space.id: references[:, column] for column, space in enumerate(SPACES)}, weights, rrf_k)
+
+    def _stage4_idle(self, wanted: bool) -> dict[str, Any]:
+        if self.purpose is None:
+            return dict(_STAGE4_INACTIVE)
+        if not wanted:
+            return {"active": False, "reason": _STAGE4_OPTED_OUT, "threshold": self.purpose.threshold}
+        return {"active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold, "dropped": 0,
+                "dropped_ids": []}
+
+    def _stage4(self, docs: Sequence[Fingerprint], seqs: list[int], fused: np.ndarray,
+                wanted: bool) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
+        """(each candidate's alignment, the keep mask, the breakdown's report); (None, None, why not) when
+        inactive."""
+        if self.purpose is None:
+            return None, None, self._stage4_idle(wanted)
+        alignments = self.purpose.alignments_of_seqs(self.embedders, seqs, docs)  # the workspace ranks by them too
+        if not wanted:
+            return alignments, None, self._stage4_idle(wanted)
+        keep = alignments >= self.purpose.threshold
+        dropped = np.flatnonzero(~keep)
+        shown = dropped[np.argsort(-fused[dropped], kind="stable")][:_STAGE4_IDS_SHOWN]  # the best-fused first
+        records = self.store.get_by_seq([seqs[i] for i in shown]) if len(shown) else []
+        return alignments, keep, {
+            "active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold,
+            "dropped": len(dropped), "dropped_ids": [r.id for r in records if r is not None]}
+
+    def space_scores(self, query: Fingerprint, docs: Sequence[Fingerprint] | FingerprintColumns,
+                     causal_direction: str) -> dict[int, np.ndarray]:
+        """Every space's similarity of each doc to the query ({space: float array [len(docs)]}), each space
+        scored on its whole column at once."""
+        if not isinstance(docs, FingerprintColumns):
+            docs = FingerprintColumns.from_fingerprints(range(len(docs)), docs, ALL_SPACES)
+        scores: dict[int, np.ndarray] = {}
+        for space in SPACES:
+            embedder = self.embedders[space.id]
+            column = docs[space.id]
+            if space.kind == "sparse":
+                # BM25: term frequencies from the embedder, df and avgdl from the space's index
+                scores[space.id] = self.indexes.score_sparse(space.id, query[space.id], column,
+                                                             **self.settings.bm25.get(space.id, {}))
+            elif space.id == 5:
+                scores[space.id] = embedder.similarity(query[space.id], column, direction=causal_direction)
+            else:
+                scores[space.id] = np.asarray(embedder.similarity(query[space.id], column), dtype=np.float64)
+        return scores
+
+
+def _stage_timer(timings: dict[str, float]) -> Callable[[str], None]:
+    """lap(stage) records the milliseconds since the previous lap (or the timer's creation) under `stage`."""
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[stage] = round((now - clock) * 1000, 3)
+        clock = now
+
+    return lap
+
+
+_STAGE4_INACTIVE = {"active": False,
+                    "reason": "no north star yet: auto_bootstrap_north_star derives one from the stored memories"}
+_STAGE4_OPTED_OUT = "turned off for this query (stage4=false)"
+_STAGE4_IDS_SHOWN = 20  # dropped_ids lists at most this many (the best-fused of the dropped; each is a record read)
