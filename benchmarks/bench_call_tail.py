@@ -5,7 +5,7 @@ few dozen), then times --calls calls through the real MCP SDK client in-process.
 `include_breakdown`, so each call's stage times come back with it; every call also records how long the service
 spent in the pieces around retrieval (the embedding, the UTL, the results listeners) and, for a store, in its
 edge rules, synced commit and index inserts, timed by wrapping those functions. The slowest calls are printed
-with both, which is how the ATC outcome log's re-sort and the awaited engine save were found (benchmarks/README,
+with both, which is how the ATC outcome log's re-sort and the awaited engine save were found (benchmarks/HISTORY.md,
 issue 19.4, fourth pass).
 
     .venv/bin/python benchmarks/bench_call_tail.py --home /tmp/cg100k --tool search_graph --calls 200
@@ -81,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     app = build_app(bench_settings(args.home))
     app.services.storage.open()
     await app.services.perception.pipeline()
-    listeners = app.services.memory.after_results
+    listeners = app.services.memory.listeners.after_results
     for i, listener in enumerate(listeners):  # the results listeners (ATC's predictions) run on the event loop
         def listened(query: str, retrieval: Any, listener: Any = listener) -> None:
             t = time.perf_counter()

@@ -111,7 +111,7 @@ def cpu_profile(template: Path, workdir: Path, queries: list[str], n: int) -> di
             c1 = time.process_time()
             (fingerprint,) = pipeline.embed([perception.draft(query, "text", None)])
             c2 = time.process_time()
-            found = memory._retriever(pipeline).run(fingerprint, 10, causal_direction=query_direction(query),
+            found = memory.retriever(pipeline).run(fingerprint, 10, causal_direction=query_direction(query),
                                                     query_text=query).found
             c3 = time.process_time()
             seqs = [f.record.seq for f in found]

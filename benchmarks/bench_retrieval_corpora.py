@@ -19,7 +19,7 @@ against Retriever.run. One setting for both corpora: the constitution holds one.
 
 Documents are stored in an LMDB store of their own (no app), with fingerprints from the cache (_corpora.py).
 
-Run:  .venv/bin/python benchmarks/bench_retrieval_corpora.py [--corpora code,prose] [--tune] [--quick]
+Run:  .venv/bin/python benchmarks/bench_retrieval_corpora.py [--corpora code,prose] [--tune]
 """
 
 from __future__ import annotations

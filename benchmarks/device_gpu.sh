@@ -8,7 +8,7 @@
 # image has torch, transformers, onnxruntime, tokenizers, numpy and PyYAML for Python 3.12, not PyStemmer (the
 # analyzer's stemmer), so a cp312 wheel of it travels; the packaged all-MiniLM-L6-v2 weights (91 MB) travel as
 # float16 (45 MB) and are widened to float32 there, so the GPU path and the ONNX fp32 reference read the same
-# fp16-rounded weights (against the original weights: min cosine 1.00000 in all 13 spaces, benchmarks/README.md).
+# fp16-rounded weights (against the original weights: min cosine 1.00000 in all 13 spaces, benchmarks/HISTORY.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -17,8 +17,10 @@ from contextgraph.services.container import Services
 from contextgraph.services.dreams.dream import DOCUMENT as DREAM_DOCUMENT
 from contextgraph.services.dreams.dream import DreamService
 from contextgraph.services.engine.activity import ActivityMonitor
+from contextgraph.services.engine.atc import ThresholdService
 from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.engine.history import EngineHistory
+from contextgraph.services.engine.meta_learning import MetaLearningService
 from contextgraph.services.engine.neuromodulation import DOCUMENT as NEUROMODULATION_DOCUMENT
 from contextgraph.services.engine.neuromodulation import NeuromodulationService
 from contextgraph.services.engine.workspace import WorkspaceService
@@ -28,6 +30,7 @@ from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.memory.graph import GraphService
 from contextgraph.services.memory.memory import MemoryService
 from contextgraph.services.memory.scratchpad import ScratchpadLimits, Scratchpads
+from contextgraph.services.memory.store_pipeline import MemoryListeners
 from contextgraph.services.purpose.purpose import PurposeServices
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.services.runtime.store_handle import StoreHandle
@@ -73,35 +76,36 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     """`tools`: the registered tool names, the only ones the pulse may suggest (D16); None (services without a
     tool layer, as some tests build them) keeps the constitution's names."""
     cognition = CognitiveState(c, tools=tools)
-    workspace = WorkspaceService(c, cognition)
+    # neuromodulation, steering and dreams, wired to the events that move them (SPEC §9/§10)
+    neuromodulation = NeuromodulationService(c)
+    workspace = WorkspaceService(c, cognition, on_enter=neuromodulation.workspace_enter)
     clock = Clock()
     history = EngineHistory(c, cognition)
     storage = StoreHandle(settings, c, cognition, workspace, history)  # opens the store lazily
     perception = Perception(settings, c, storage)  # loads the model lazily, in the background
-    memory = MemoryService(storage, perception, c)
-    # neuromodulation, steering and dreams, wired to the events that move them (SPEC §9/§10)
     activity = ActivityMonitor(c)
-    neuromodulation = NeuromodulationService(c)
-    workspace.on_enter = neuromodulation.workspace_enter
     cognition.request_listeners.append(neuromodulation.meta_low)
-    memory.modulation = neuromodulation.modulation
-    memory.after_search.append(lambda found: None if found else neuromodulation.empty_search())
     steering = SteeringService(c, storage, neuromodulation)
-    memory.after_store.append(steering.on_store)
     dream = DreamService(c, storage, workspace, cognition, activity, auto=bool(settings.auto_dream))
+    # the cognitive state and the dream engine refer to each other: each is told of the other once both exist
     cognition.request_listeners.append(dream.on_request)
     cognition.consolidation_phase = dream.phase_description
     storage.parts.update({NEUROMODULATION_DOCUMENT: neuromodulation, DREAM_DOCUMENT: dream})
-    curation = CurationService(storage, perception, c, clock)
     # ATC and Meta-UTL: the engine reads its thresholds and λ from them; outcomes and predictions feed them
-    calibration = attach_calibration(c, storage, workspace, curation,
-                                     acetylcholine=lambda: neuromodulation.level("acetylcholine"))
-    memory.after_store.append(on_store(calibration.meta_learning, storage))
-    memory.after_results.append(on_results(calibration.thresholds, workspace))
-    purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock)
-    memory.teleology = purpose.teleology  # purpose vectors on store, stage 4 on search
+    thresholds = ThresholdService(c)
+    meta_learning = MetaLearningService(c, alpha_source=lambda: neuromodulation.level("acetylcholine"))
+    curation = CurationService(storage, perception, c, clock, observe_outcome=thresholds.observe)
+    attach_calibration(c, storage, workspace, thresholds, meta_learning)
     # stage 4's alignment floor is ATC's θ_warn (prior 0.55 = retrieval.alignment_floor), learned from use
-    purpose.teleology.threshold_source = lambda: calibration.thresholds.value("theta_warn")
+    purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock,
+                                    threshold_source=lambda: thresholds.value("theta_warn"))
+    listeners = MemoryListeners(
+        after_store=[steering.on_store, on_store(meta_learning, storage)],
+        after_search=[lambda found: None if found else neuromodulation.empty_search()],
+        after_results=[on_results(thresholds, workspace)],
+    )
+    memory = MemoryService(storage, perception, c, teleology=purpose.teleology,  # purpose vectors, stage 4
+                           modulation=neuromodulation.modulation, listeners=listeners)
     return Services(
         settings=settings,
         constitution=c,
@@ -121,8 +125,8 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
         neuromodulation=neuromodulation,
         steering=steering,
         dream=dream,
-        thresholds=calibration.thresholds,
-        meta_learning=calibration.meta_learning,
+        thresholds=thresholds,
+        meta_learning=meta_learning,
     )
 
 

@@ -92,7 +92,7 @@ async def test_a_search_pulse_from_its_measured_similarities_equals_one_that_mea
         by_space = {e.space: e for e in pipeline.embedders}
         text = "why did the migration time out"
         (query,) = pipeline.embed([Draft(text, timestamp=time.time())])
-        found = services.memory._retriever(pipeline).run(query, 5, query_text=text).found  # as search_graph runs it
+        found = services.memory.retriever(pipeline).run(query, 5, query_text=text).found  # as search_graph runs it
         assert len(found) >= 3
         answer = {f.record.seq: f.fingerprint for f in found}
         measured = {f.record.seq: f.similarities for f in found}

@@ -169,19 +169,7 @@ class LmdbStore:
     @contextmanager
     def _read(self) -> Iterator[lmdb.Transaction]:
         """A short read transaction. Values are buffers into the map, valid only inside it: copy what you keep."""
-        for attempt in range(2):
-            self._gate.acquire_read()
-            try:
-                txn = self.env.begin(buffers=True)
-                break
-            except lmdb.MapResizedError as exc:
-                self._gate.release_read()
-                if attempt:
-                    raise StorageError("store read failed: map size kept changing") from exc
-            except lmdb.Error as exc:
-                self._gate.release_read()
-                raise StorageError(f"store read failed: {exc}") from exc
-            self._adopt_map_size()
+        txn = self._begin_read()
         try:
             yield txn
         except lmdb.Error as exc:
@@ -189,6 +177,20 @@ class LmdbStore:
         finally:
             txn.abort()
             self._gate.release_read()
+
+    def _begin_read(self) -> lmdb.Transaction:
+        """A read transaction with the read gate held; another process growing the map is adopted once."""
+        for _ in range(2):
+            self._gate.acquire_read()
+            try:
+                return self.env.begin(buffers=True)
+            except lmdb.MapResizedError:
+                self._gate.release_read()
+            except lmdb.Error as exc:
+                self._gate.release_read()
+                raise StorageError(f"store read failed: {exc}") from exc
+            self._adopt_map_size()
+        raise StorageError("store read failed: map size kept changing")
 
     def _write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
         """Run `fn` in one write transaction and commit it (synced). A full map is grown ×2 and the

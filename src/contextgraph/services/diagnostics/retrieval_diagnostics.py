@@ -47,7 +47,7 @@ class RetrievalDiagnostics:
         embed_ms = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
 
         def run() -> dict[str, Any]:
-            retriever: Retriever = memory._retriever(pipeline)  # the one search_graph uses (stage 4 included)
+            retriever: Retriever = memory.retriever(pipeline)  # the one search_graph uses (stage 4 included)
             direction = query_direction(query)
             retrieval = retriever.run(fingerprint, top_k, causal_direction=direction, query_text=query)
             alone = {}

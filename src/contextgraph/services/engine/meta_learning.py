@@ -36,13 +36,12 @@ class MetaLearningService:
     document = "meta_learning"
 
     def __init__(self, constitution: Constitution, clock: Callable[[], float] = time.time,
-                 background: bool = True) -> None:
+                 background: bool = True, alpha_source: Callable[[], float] | None = None) -> None:
         m = constitution["meta_utl"]
         self._settings = m
         self._stages = constitution["utl"]["lifecycle"]
         self.alpha_constant = float(m["alpha"])
-        # α from acetylcholine once the neuromodulation service is attached (the composition root sets this)
-        self.alpha_source: Callable[[], float] | None = None
+        self.alpha_source = alpha_source  # acetylcholine's level; None: the constitution's constant α
         self.error_threshold = float(m["error_threshold"])
         self.lo, self.hi = float(m["lambda_bounds"]["min"]), float(m["lambda_bounds"]["max"])
         self.floor = float(m["accuracy_floor"])

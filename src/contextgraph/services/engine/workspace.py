@@ -32,7 +32,8 @@ NO_NORTH_STAR_ALIGNMENT = 1.0  # no north star yet: alignment cannot rank, so it
 
 class WorkspaceService:
     def __init__(self, constitution: Constitution, cognition: CognitiveState,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 on_enter: Callable[[str], str] | None = None) -> None:
         w = constitution["gwt"]["workspace"]
         self.enter_threshold = float(w["enter_threshold"])
         self.exit_threshold = float(w["exit_threshold"])
@@ -54,7 +55,7 @@ class WorkspaceService:
         self.counts = {"enter": 0, "exit": 0, "conflict": 0, "competitions": 0, "skipped": 0}
         self.dopamine_requested = 0.0
         self.dirty = False  # events, counts or the replay queue changed since the last save
-        self.on_enter: Callable[[str], str] | None = None  # memory id → what the neuromodulators applied
+        self.on_enter = on_enter  # memory id → what the neuromodulators applied
 
     # -- operations ----------------------------------------------------------------------------------------
     def observe(self, context: Fingerprint, found: Sequence[tuple[str, Sequence[float], float]],

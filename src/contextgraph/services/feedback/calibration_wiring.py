@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from contextgraph.constitution import Constitution
@@ -23,7 +22,6 @@ from contextgraph.services.engine.atc import ThresholdService, domain_of
 from contextgraph.services.engine.delta_sc import DeltaScComputer
 from contextgraph.services.engine.meta_learning import MetaLearningService
 from contextgraph.services.engine.workspace import WorkspaceService
-from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.runtime.store_handle import StoreHandle
 
 RELEVANCE = ("theta_opt", "theta_acc", "theta_warn")
@@ -34,17 +32,10 @@ REFUTING_TOOLS = frozenset({"forget_concept"})
 IGNORED_TOOLS = frozenset({"restore_from_hash", "search_tombstones"})
 
 
-@dataclass(frozen=True, slots=True)
-class Calibration:
-    thresholds: ThresholdService
-    meta_learning: MetaLearningService
-
-
-def attach_calibration(c: Constitution, storage: StoreHandle, workspace: WorkspaceService, curation: CurationService,
-                       acetylcholine: Callable[[], float] | None = None) -> Calibration:
-    thresholds = ThresholdService(c)
-    meta = MetaLearningService(c)
-    meta.alpha_source = acetylcholine  # None: the constitution's constant α, and the status says so
+def attach_calibration(c: Constitution, storage: StoreHandle, workspace: WorkspaceService,
+                       thresholds: ThresholdService, meta: MetaLearningService) -> None:
+    """ATC's thresholds and Meta-UTL's λ, persisted with the engine's state, and every reader subscribed to them:
+    the workspace's entry threshold (θ_kur), the UTL's Johari boundary and λ policy, the pulse's quadrant."""
     storage.parts.update({thresholds.document: thresholds, meta.document: meta})
     w = c["gwt"]["workspace"]
     gap = float(w["enter_threshold"]) - float(w["exit_threshold"])
@@ -61,8 +52,6 @@ def attach_calibration(c: Constitution, storage: StoreHandle, workspace: Workspa
     storage.configure_delta_sc(computer)
     thresholds.subscribe("johari", lambda value: setattr(storage.delta_sc, "threshold", value))
     thresholds.subscribe("johari", storage.cognition.set_johari_threshold)  # the pulse's quadrant too
-    curation.observe_outcome = thresholds.observe
-    return Calibration(thresholds, meta)
 
 
 def on_store(meta: MetaLearningService, storage: StoreHandle) -> Callable[..., Any]:

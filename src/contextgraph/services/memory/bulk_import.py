@@ -1,6 +1,7 @@
 """Bulk import and export of memories (issue 19.6): the use-case behind `contextgraph import FILE.jsonl` and
 `contextgraph export`. Lines arrive validated (shell.bulk holds them to store_memory's argument model); here a
-batch of them becomes memories the way store_memory makes one, with three differences that are the point:
+batch of them goes through store_memory's own pipeline (services.memory.store_pipeline), batched, with three
+differences that are the point:
 
     one pipeline call   the whole batch goes through the pipeline at once (`embed_with_triples`), not one text
                         per call: the backbone runs it as few forwards as its length buckets allow (one padded
@@ -15,9 +16,9 @@ What each memory gets, as store_memory gives it: PII redaction of content and ra
 the record), the full UTL against the store (ΔS/ΔC per space, L and L̂, folded into the engine's state), the
 Semantic edges to its E1 nearest above `graph.semantic_edge_min_cosine`, Causal edges from E5's cause/effect
 halves, a Temporal edge from the previous memory of its session, its E11 triples, its purpose vector once a
-north star exists, the adversarial screen's flag (and the quarantine list), the E8 refresh of its neighbourhood
-and the after-store listeners (MemoryService.after_store). No `link_to` (a line has none), so no Relational
-edges. The differences a batch makes, said precisely:
+north star exists, E8 from the graph context of its edges, the adversarial screen's flag (and the quarantine
+list), the E8 refresh of its neighbourhood and the after-store listeners (MemoryListeners.after_store). No
+`link_to` (a line has none), so no Relational edges. The differences a batch makes, said precisely:
 
   * UTL: a memory's ΔS/ΔC is measured against the store as it was before its batch (the batch's other memories
     are not yet its neighbours), and the engine's coherence history is the one before the batch. With
@@ -54,12 +55,10 @@ from contextgraph.embedders.e05_causal import CausalEmbedder, causal_spans
 from contextgraph.embedders.pipeline import Draft
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
-from contextgraph.security.pii import redact
-from contextgraph.services.engine.delta_sc_result import DeltaSc
-from contextgraph.services.memory.adversarial import add_to_quarantine, screen
 from contextgraph.services.memory.auto_edges import CausalMatch
 from contextgraph.services.memory.memory import MemoryService
 from contextgraph.services.memory.memory_payloads import NewMemory
+from contextgraph.services.memory.store_pipeline import Committed, Incoming
 from contextgraph.storage.base import GraphTxn, MemoryRecord
 from contextgraph.storage.codec import encode_fingerprint
 
@@ -125,7 +124,9 @@ class BulkImporter:
         return int((self._previous.extra.get("import") or {}).get("line", 0))
 
     async def import_batch(self, lines: Sequence[ImportLine]) -> BatchResult:
-        """Store `lines` as memories in one forward pass and one transaction; durable when this returns."""
+        """Store `lines` as memories in one forward pass and one transaction; durable when this returns. The
+        store pipeline of store_memory, batched: the batch's earlier memories are edge candidates too, and the
+        file's memories chain by Temporal edges in line order."""
         result = BatchResult()
         if not lines:
             return result
@@ -133,18 +134,16 @@ class BulkImporter:
             await self.resume_line()
         handle = await self.memory.handle.ready()
         pipeline = await self.memory.perception.pipeline()
-        store, indexes, rules = handle.store, handle.indexes, self.memory.edge_rules
+        store_pipeline, rules = self.memory.pipeline, self.memory.edge_rules
         e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
         now = time.time()
-        texts = [redact(line.memory.content) for line in lines]
-        rationales = [redact(line.memory.rationale) for line in lines]
+        batch = [Incoming.of(line.memory) for line in lines]
         first_position = 0 if self._previous is None else self._previous.session_position + 1
-        global_position = store.last_seq() + 1
-        drafts = [Draft(text=content, modality=line.memory.modality,
+        global_position = handle.store.last_seq() + 1
+        drafts = [Draft(text=item.content, modality=item.new.modality,
                         timestamp=now if line.created_at is None else line.created_at,
                         session_position=first_position + i, global_position=global_position + i)
-                  for i, (line, (content, _found)) in enumerate(zip(lines, texts))]
-        history = list(self.memory.cognition.snapshot()["coherence_history"])
+                  for i, (line, item) in enumerate(zip(lines, batch))]
 
         def embed() -> tuple[list[Fingerprint], list[list[Any]]]:
             started = time.perf_counter()
@@ -152,50 +151,29 @@ class BulkImporter:
             result.embed_ms = (time.perf_counter() - started) * 1e3
             return embedded
 
-        def score_batch() -> tuple[list[DeltaSc], list[list[tuple[str, float]]], list[list[CausalMatch]]]:
-            started = time.perf_counter()
-            utl, similar, causal = [], [], []
-            for fp, found, line, (content, _f) in zip(fingerprints, triples, lines, texts):
-                utl.append(handle.delta_sc.compute(store, indexes, pipeline.embedders, fp,
-                                                   coherence_history=history, triples=found,
-                                                   importance=line.memory.importance))
-                similar.append(rules.similar(store, indexes, fp))
-                causal.append(rules.causal(store, indexes, content, fp, e5))
-            result.score_ms = (time.perf_counter() - started) * 1e3
-            return utl, similar, causal
-
         # the batch's forward holds the forward limiter; its scoring only reads, beside other calls' forwards
         fingerprints, triples = await anyio.to_thread.run_sync(embed, limiter=self.memory.perception.cpu)
-        utl, similar, causal = await anyio.to_thread.run_sync(score_batch, limiter=self.memory.perception.reads)
+        started = time.perf_counter()
+        scored = await store_pipeline.score(pipeline, batch, fingerprints, triples, [()] * len(batch))
+        result.score_ms = (time.perf_counter() - started) * 1e3
         ids = [uuid.uuid4().hex for _ in lines]
-        similar = _with_batch_neighbours(similar, ids, fingerprints, rules.semantic_min, rules.semantic_k)
-        causal = _with_batch_causes(causal, ids, [c for c, _ in texts], fingerprints, e5, rules.causal_min,
-                                    rules.causal_min_margin)
-        records, blobs, edge_lists, flagged = [], [], [], []
+        similar = _with_batch_neighbours([s.similar for s in scored], ids, fingerprints, rules.semantic_min,
+                                         rules.semantic_k)
+        causal = _with_batch_causes([s.causal for s in scored], ids, [item.content for item in batch],
+                                    fingerprints, e5, rules.causal_min, rules.causal_min_margin)
+        records, blobs, edge_lists = [], [], []
         previous_id = None if self._previous is None else self._previous.id
-        teleology = self.memory.teleology
-        if teleology is not None:
-            teleology.use_embedders(pipeline.embedders)
-        for i, line in enumerate(lines):
-            content, found = texts[i]
-            rationale, found_in_rationale = rationales[i]
-            extra: dict[str, Any] = {"import": {"file": self.file_hash, "line": line.line}}
-            if teleology is not None:  # its purpose vector under the north star, as store_memory keeps it
-                extra.update(teleology.record_extra(fingerprints[i]))
-            flags = screen(content, self.memory.flag_score)  # flagged, never dropped (issue 18)
-            if flags:
-                extra["adversarial"] = flags
-                flagged.append((ids[i], [f["kind"] for f in flags["findings"]]))
-            created = now if line.created_at is None else line.created_at
+        for i, (line, item) in enumerate(zip(lines, batch)):
             edges, temporal = rules.edges(ids[i], [], similar[i], causal[i], now)
             if previous_id is not None:
                 edges.append(temporal(previous_id, ids[i]))
             previous_id = ids[i]
             records.append(MemoryRecord(
-                id=ids[i], content=content, rationale=rationale, modality=line.memory.modality,
-                session=self.session, created_at=created, updated_at=now, importance=line.memory.importance,
-                tags=line.memory.tags, redactions=tuple(found + found_in_rationale),
-                session_position=first_position + i, extra=extra,
+                id=ids[i], content=item.content, rationale=item.rationale, modality=item.new.modality,
+                session=self.session, created_at=now if line.created_at is None else line.created_at,
+                updated_at=now, importance=item.new.importance, tags=item.new.tags, redactions=item.redactions,
+                session_position=first_position + i,
+                extra=store_pipeline.extra(item, scored[i], {"import": {"file": self.file_hash, "line": line.line}}),
             ))
             blobs.append(encode_fingerprint(fingerprints[i]))  # outside the transaction: keep the lock short
             edge_lists.append(edges)
@@ -216,30 +194,16 @@ class BulkImporter:
             return stored
 
         started = time.perf_counter()
+        store, indexes = handle.store, handle.indexes
         result.stored = await handle.writer.submit(lambda: store.graph_write(commit))
         # the batch into every index in one catch-up (the oplog path), before the next batch searches them
         await anyio.to_thread.run_sync(lambda: indexes.catch_up(store))
         result.commit_ms = (time.perf_counter() - started) * 1e3
         self._previous = result.stored[-1]
         result.edges = sum(len(edges) for edges in edge_lists)
-        for memory_id, kinds in flagged:  # the flag is on the record; the list is homeostatic_status's index
-            try:
-                await handle.writer.submit(add_to_quarantine, store, memory_id, now, kinds)
-            except Exception:
-                _log.exception("quarantine list update failed; the record itself carries the flag", id=memory_id)
-        handle.refresh_e8([r.id for r in result.stored]
-                          + [e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges])
-        count = store.count()
-        for record, fingerprint, score in zip(result.stored, fingerprints, utl):
-            self.memory.cognition.record(score.delta_s, score.delta_c, memory_count=count,
-                                         learning_score=score.learning_score,
-                                         predicted_learning_score=score.predicted_learning_score)
-            for hook in self.memory.after_store:  # steering and the other listeners hear of each memory
-                try:
-                    await hook(record, fingerprint, score)
-                except Exception:  # the batch is committed: a listener's failure must not undo the import
-                    _log.exception("after-store listener failed", id=record.id)
-        await handle.save_engine_after_commit()
+        await store_pipeline.after_commit(
+            [Committed(r, fp, s.utl) for r, fp, s in zip(result.stored, fingerprints, scored)],
+            (e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges), now)
         _log.info("memories imported", count=len(result.stored), source=source,
                   lines=f"{lines[0].line}-{lines[-1].line}")
         return result

@@ -72,7 +72,8 @@ def extractive_summary(contents: list[str]) -> str:
 
 
 class CurationService:
-    def __init__(self, storage: StoreHandle, perception: Perception, constitution: Constitution, clock: Clock) -> None:
+    def __init__(self, storage: StoreHandle, perception: Perception, constitution: Constitution, clock: Clock,
+                 observe_outcome: Callable[[str, str, float, float, str], None] | None = None) -> None:
         self.storage = storage
         self.perception = perception  # a merge embeds its combined content
         self.clock = clock
@@ -85,7 +86,8 @@ class CurationService:
         self.separator = str(c["merge_separator"])
         self.link_weight = float(constitution["graph"]["merge_link_weight"])
         # (threshold, domain, score, outcome, source) → ATC's outcome log (the composition root attaches it)
-        self.observe_outcome: Callable[[str, str, float, float, str], None] = lambda *_: None
+        # ATC's outcome of each θ_dup decision a merge confirms (threshold, domain, score, outcome, source)
+        self.observe_outcome = observe_outcome or (lambda *_: None)
 
     # -- plumbing ----------------------------------------------------------------------------------------------
     async def _write(self, fn: Callable[[GraphTxn], T]) -> T:

@@ -10,53 +10,50 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
-import numpy as np
 
 from contextgraph.constitution import Constitution
-from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
-from contextgraph.embedders.e08_graph import mix
+from contextgraph.embedders.e05_causal import query_direction
 from contextgraph.embedders.pipeline import FingerprintPipeline
-from contextgraph.fingerprint import Fingerprint, dense
+from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.retrieval.modulation import Modulation
-from contextgraph.security.pii import redact
 from contextgraph.services.engine.delta_sc_result import DeltaSc, utl_payload
-from contextgraph.services.memory.adversarial import add_to_quarantine, screen
-from contextgraph.services.memory.auto_edges import AutoEdgeRules, CausalMatch
+from contextgraph.services.memory.auto_edges import AutoEdgeRules
 from contextgraph.services.memory.memory_payloads import Injected, NewMemory, Searched, Stored, record_summary
 from contextgraph.services.memory.purpose_port import PurposeSource
 from contextgraph.services.memory.search import Retrieval, RetrievalSettings, Retriever
+from contextgraph.services.memory.store_pipeline import Committed, Incoming, MemoryListeners, StorePipeline
 from contextgraph.services.runtime import operation_pulse
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.services.runtime.store_handle import StoreHandle
-from contextgraph.storage.base import MemoryRecord, NewTriple
+from contextgraph.storage.base import MemoryRecord
 
 _log = get_logger("storage")
 
 
 class MemoryService:
     def __init__(self, handle: StoreHandle, perception: Perception, constitution: Constitution,
-                 teleology: PurposeSource | None = None) -> None:
+                 teleology: PurposeSource | None = None, modulation: Callable[[], Modulation] | None = None,
+                 listeners: MemoryListeners | None = None) -> None:
+        """`teleology`: the north star (purpose vectors on store, stage 4 on search); `modulation`: what the
+        neuromodulators do to retrieval now; `listeners`: who hears of stores and searches. All three are optional
+        so that a memory core can run without the engine around it."""
         self.handle = handle
-        self.teleology = teleology  # the north star: purpose vectors on store, stage 4 on search
+        self.teleology = teleology
         self.perception = perception
         self.constitution = constitution
         self.cognition = handle.cognition
         self.workspace = handle.workspace
         self.retrieval_settings = RetrievalSettings.from_constitution(constitution)
         self.edge_rules = AutoEdgeRules(constitution["graph"])
-        self.flag_score = float(constitution["adversarial"]["flag_score"])
-        # attached by the composition root: what the neuromodulators do to retrieval now, who hears of each
-        # committed store (steering) and of each search's result count (an empty one raises noradrenaline)
-        self.modulation: Callable[[], Modulation] | None = None
-        self.after_store: list[Callable[[MemoryRecord, Fingerprint, DeltaSc], Awaitable[Any]]] = []
-        self.after_search: list[Callable[[int], None]] = []
-        # (query, retrieval) of every search: ATC's predictions (services.calibration_wiring)
-        self.after_results: list[Callable[[str, Retrieval], None]] = []
+        self.modulation = modulation
+        self.listeners = listeners or MemoryListeners()
+        flag_score = float(constitution["adversarial"]["flag_score"])
+        self.pipeline = StorePipeline(handle, perception, self.edge_rules, flag_score, teleology, self.listeners)
 
     async def store(self, new: NewMemory) -> Stored:
         # The UTL of every stored memory moves the pulse (SPEC D16), not only inject_context's: ~15-27 ms at 10K
@@ -73,7 +70,7 @@ class MemoryService:
             # (the k nearest and the next k in each), already read; stages 3-5 rank them as search_graph would
             seqs = list(result.neighbourhood)
             retrieval = await anyio.to_thread.run_sync(
-                lambda: self._retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
+                lambda: self.retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
                                                        related_k),
                 limiter=self.perception.reads,
             )
@@ -91,7 +88,7 @@ class MemoryService:
         embed_ms = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
 
         def run() -> tuple[Searched, DeltaSc]:
-            retrieval = self._retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
+            retrieval = self.retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
                                                       modality=modality, causal_direction=query_direction(query),
                                                       query_text=query,  # what kind of query (time, code, prose)
                                                       stage4=stage4)
@@ -106,9 +103,9 @@ class MemoryService:
         searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
         operation_pulse.fold(self.handle, [utl])
         self._compete(fingerprint, searched.retrieval)
-        for hook in self.after_search:
+        for hook in self.listeners.after_search:
             hook(len(searched.retrieval.found))
-        for listener in self.after_results:
+        for listener in self.listeners.after_results:
             try:
                 listener(query, searched.retrieval)
             except Exception:  # the answer stands: a listener's fault is logged, never the caller's error
@@ -127,7 +124,7 @@ class MemoryService:
         self.workspace.observe(context, [(f.record.id, f.agreements, f.record.importance) for f in retrieval.found],
                                retrieval.reference, alignments)
 
-    def _retriever(self, pipeline: FingerprintPipeline) -> Retriever:
+    def retriever(self, pipeline: FingerprintPipeline) -> Retriever:
         """A retriever over the store, with the store model's reference sample for binding (from a worker
         thread: a store without a fitted model fits one here)."""
         store, indexes = self.handle.store, self.handle.indexes
@@ -143,50 +140,30 @@ class MemoryService:
         return retriever
 
     async def _store_one(self, new: NewMemory) -> tuple[Stored, Fingerprint, DeltaSc]:
-        """Embed, score (the full UTL against the store before the put), commit, index, and fold the UTL into
-        the engine's state."""
+        """The store pipeline for a batch of one: fingerprinted through Perception's batcher (beside other
+        calls' texts), committed by one put that resolves the session's Temporal edge in its transaction."""
         handle = await self.handle.ready()
-        store, indexes, rules = handle.store, handle.indexes, self.edge_rules
-        content, found = redact(new.content)
-        rationale, found_in_rationale = redact(new.rationale)
-        links = rules.resolve_links(store, new.link_to)
+        store, rules = handle.store, self.edge_rules
+        item = Incoming.of(new)
+        links = await anyio.to_thread.run_sync(rules.resolve_links, store, new.link_to,
+                                               limiter=self.perception.reads)
         pipeline = await self.perception.pipeline()
-        e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
         timings: dict[str, float] = {}
 
         started = time.perf_counter()
         (fingerprint,), (triples,) = await self.perception.fingerprints(
-            lambda: [self.perception.draft(content, new.modality, new.session, rules.neighbour_vectors(store, links))],
+            lambda: [self.perception.draft(item.content, new.modality, new.session,
+                                           rules.neighbour_vectors(store, links))],
             with_triples=True)
         timings["embed"] = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
-
-        def score() -> tuple[DeltaSc, list[tuple[str, float]], list[CausalMatch]]:
-            # the indexes catch up with the oplog on their own before each search below
-            similar, causal = rules.similar(store, indexes, fingerprint), rules.causal(store, indexes, content,
-                                                                                      fingerprint, e5)
-            # E8 from every edge the memory is about to get, automatic ones included (services.e8_refresh)
-            fingerprint[8] = mix(dense(fingerprint[1]), rules.graph_context(store, links, similar, causal))
-            utl = self._novelty(pipeline, fingerprint, triples, new.importance)
-            if self.teleology is not None:  # its purpose vector under the north star, stored with it
-                self.teleology.use_embedders(pipeline.embedders)
-                purposes.append(self.teleology.purpose_of(fingerprint))
-            return utl, similar, causal
-
-        purposes: list[tuple[str, np.ndarray, float] | None] = []
-        utl, similar, causal = await anyio.to_thread.run_sync(score, limiter=self.perception.reads)
-        extra: dict[str, Any] = {}
-        if self.teleology is not None and purposes:
-            extra = self.teleology.extra_for(purposes[0])
-        flags = screen(content, self.flag_score)  # issue 18: a suspicious memory is flagged, never dropped
-        if flags:
-            extra = {**extra, "adversarial": flags}
+        (scored,) = await self.pipeline.score(pipeline, [item], [fingerprint], [triples], [links])
         now = time.time()
         memory_id = uuid.uuid4().hex
-        edges, temporal = rules.edges(memory_id, links, similar, causal, now)
+        edges, temporal = rules.edges(memory_id, links, scored.similar, scored.causal, now)
         record = MemoryRecord(
             id=memory_id,
-            content=content,
-            rationale=rationale,
+            content=item.content,
+            rationale=item.rationale,
             modality=new.modality,
             session=new.session,
             created_at=now,
@@ -194,8 +171,8 @@ class MemoryService:
             importance=new.importance,
             tags=new.tags,
             links=tuple(links),
-            redactions=tuple(found + found_in_rationale),
-            extra=extra,
+            redactions=item.redactions,
+            extra=self.pipeline.extra(item, scored),
         )
         started = time.perf_counter()
         # durable once this returns, with its edges and lineage in the same transaction
@@ -206,38 +183,14 @@ class MemoryService:
         # before the next search indexes the memory.
         await anyio.to_thread.run_sync(self._apply_index, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
-        if flags:  # the flag is on the record already (same transaction); the list is homeostatic_status's index
-            try:
-                await handle.writer.submit(add_to_quarantine, store, record.id, now,
-                                           [f["kind"] for f in flags["findings"]])
-            except Exception:
-                _log.exception("quarantine list update failed; the record itself carries the flag", id=record.id)
-        # its automatic edges changed its neighbourhood and theirs: E8 follows in the background
-        handle.refresh_e8([record.id, *(edge.other(record.id) for edge in edges)])
-        self.cognition.record(utl.delta_s, utl.delta_c, memory_count=store.count(),
-                              learning_score=utl.learning_score,
-                              predicted_learning_score=utl.predicted_learning_score)
-        for hook in self.after_store:
-            try:
-                await hook(record, fingerprint, utl)
-            except Exception:  # the memory is committed: a listener's failure must not turn it into an error
-                _log.exception("after-store listener failed", id=record.id)
-        await handle.save_engine_after_commit()
+        await self.pipeline.after_commit([Committed(record, fingerprint, scored.utl)],
+                                         (edge.other(record.id) for edge in edges), now)
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
-        return Stored(record, list(record.redactions), timings), fingerprint, utl
+        return Stored(record, list(record.redactions), timings), fingerprint, scored.utl
 
     def _apply_index(self, seq: int, fingerprint: Fingerprint) -> None:
         try:
             self.handle.indexes.apply(seq, fingerprint)
         except Exception:  # the next catch-up indexes it from the oplog instead
             _log.exception("background index insert failed; the oplog catch-up will index it", seq=seq)
-
-    def _novelty(self, pipeline: FingerprintPipeline, fingerprint: Fingerprint, triples: list[NewTriple],
-                 importance: float) -> DeltaSc:
-        """The new memory's full UTL against the store as it is before the put (services.delta_sc); its φ is its
-        own binding spread and wₑ = 0.5 + importance (D19)."""
-        state = self.cognition.snapshot()
-        return self.handle.delta_sc.compute(self.handle.store, self.handle.indexes, pipeline.embedders, fingerprint,
-                                            coherence_history=state["coherence_history"], triples=triples,
-                                            importance=importance)

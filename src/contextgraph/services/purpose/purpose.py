@@ -3,6 +3,7 @@ purpose vectors, profiles/synergy/fusion, teleological search, and the autonomou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextgraph.clock import Clock
@@ -28,8 +29,9 @@ class PurposeServices:
 
     @classmethod
     def build(cls, storage: StoreHandle, cognition: CognitiveState, perception: Perception,
-              curation: CurationService, constitution: Constitution, clock: Clock) -> PurposeServices:
-        teleology = TeleologyService(storage, cognition, constitution)
+              curation: CurationService, constitution: Constitution, clock: Clock,
+              threshold_source: Callable[[], float] | None = None) -> PurposeServices:
+        teleology = TeleologyService(storage, cognition, constitution, threshold_source)
         profiles = TeleologyProfiles(teleology, perception)
         autonomous = AutonomousService(teleology, perception, constitution, clock)
         return cls(teleology, profiles, TeleologySearch(profiles), autonomous,

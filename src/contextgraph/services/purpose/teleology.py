@@ -90,7 +90,8 @@ def empty_state() -> dict[str, Any]:
 
 
 class TeleologyService:
-    def __init__(self, storage: StoreHandle, cognition: CognitiveState, constitution: Constitution) -> None:
+    def __init__(self, storage: StoreHandle, cognition: CognitiveState, constitution: Constitution,
+                 threshold_source: Callable[[], float] | None = None) -> None:
         t = constitution["teleology"]
         self.storage = storage
         self.cognition = cognition
@@ -101,7 +102,9 @@ class TeleologyService:
         self.batch = int(t["recompute_batch"])
         self.history_max = int(t["operations_history"])
         # stage 4's threshold; the self-calibration (ATC) issue replaces this source with its adaptive one
-        self.threshold_source: Callable[[], float] = lambda: float(constitution["retrieval"]["alignment_floor"])
+        # stage 4's alignment floor: ATC's learned θ_warn when given, the constitution's prior otherwise
+        prior = float(constitution["retrieval"]["alignment_floor"])
+        self.threshold_source: Callable[[], float] = threshold_source or (lambda: prior)
         self._lock = threading.RLock()  # the loaded state, the star and the caches: held briefly, never on I/O
         self._save_lock = threading.Lock()  # one save at a time, held across the writer's round trip
         self._loaded_from: MemoryStore | None = None

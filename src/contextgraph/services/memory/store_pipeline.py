@@ -1,0 +1,168 @@
+"""The one path a memory takes into the store, for store_memory / inject_context (a batch of one, fingerprinted
+through Perception's batcher beside other calls) and for the bulk importer (a file's batch in one forward and
+one transaction):
+
+    redact → fingerprint → score → records → commit → index → after the commit
+
+Scoring finds the auto-edge candidates, makes E8 from the graph context those edges give, computes the UTL
+against the store as it is before the commit and the purpose under the north star. After the commit: the
+quarantine list, the E8 refresh of the neighbourhood, the engine's record of each UTL, the after-store listeners
+and the engine save. The callers differ only where batching must: how a batch is fingerprinted, whether its
+own earlier memories are edge candidates, and how it is committed (one put per memory, which resolves the
+session's Temporal edge inside its transaction, or one transaction for the whole batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import numpy as np
+
+from contextgraph.embedders.e05_causal import CausalEmbedder
+from contextgraph.embedders.e08_graph import mix
+from contextgraph.embedders.pipeline import FingerprintPipeline
+from contextgraph.fingerprint import Fingerprint, dense
+from contextgraph.log import get_logger
+from contextgraph.security.pii import redact
+from contextgraph.services.engine.delta_sc_result import DeltaSc
+from contextgraph.services.memory.adversarial import add_to_quarantine, screen
+from contextgraph.services.memory.auto_edges import AutoEdgeRules, CausalMatch
+from contextgraph.services.memory.memory_payloads import NewMemory
+from contextgraph.services.memory.purpose_port import PurposeSource
+from contextgraph.services.memory.search import Retrieval
+from contextgraph.services.runtime.perception import Perception
+from contextgraph.services.runtime.store_handle import StoreHandle
+from contextgraph.storage.base import MemoryRecord, NewTriple
+
+_log = get_logger("storage")
+
+AfterStore = Callable[[MemoryRecord, Fingerprint, DeltaSc], Awaitable[Any]]
+
+
+@dataclass
+class MemoryListeners:
+    """Who hears of the memory core's events, given by the composition root: each committed memory (steering,
+    Meta-UTL), each search's result count (an empty one raises noradrenaline) and each search's results (ATC's
+    predictions). Lists, so that a benchmark can wrap a listener in place to time it."""
+
+    after_store: list[AfterStore] = field(default_factory=list)
+    after_search: list[Callable[[int], None]] = field(default_factory=list)
+    after_results: list[Callable[[str, Retrieval], None]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """One memory on its way in: what the caller asked for, its content and rationale redacted."""
+
+    new: NewMemory
+    content: str
+    rationale: str
+    redactions: tuple[str, ...]
+
+    @classmethod
+    def of(cls, new: NewMemory) -> Incoming:
+        content, found = redact(new.content)
+        rationale, found_in_rationale = redact(new.rationale)
+        return cls(new, content, rationale, tuple(found + found_in_rationale))
+
+
+@dataclass(slots=True)
+class Scored:
+    """What scoring found for one memory before its commit."""
+
+    utl: DeltaSc
+    similar: list[tuple[str, float]]  # Semantic-edge candidates (id, E1 cosine)
+    causal: list[CausalMatch]  # Causal-edge candidates
+    purpose: tuple[str, np.ndarray, float] | None  # (star id, purpose vector, alignment), None without a star
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    record: MemoryRecord
+    fingerprint: Fingerprint
+    utl: DeltaSc
+
+
+class StorePipeline:
+    def __init__(self, handle: StoreHandle, perception: Perception, rules: AutoEdgeRules, flag_score: float,
+                 teleology: PurposeSource | None, listeners: MemoryListeners) -> None:
+        self.handle = handle
+        self.perception = perception
+        self.rules = rules
+        self.flag_score = flag_score
+        self.teleology = teleology
+        self.listeners = listeners
+
+    async def score(self, pipeline: FingerprintPipeline, batch: Sequence[Incoming],
+                    fingerprints: Sequence[Fingerprint], triples: Sequence[list[NewTriple]],
+                    links: Sequence[Sequence[str]]) -> list[Scored]:
+        """Each memory's edge candidates, its E8 from the graph context they give, its UTL against the store as it
+        is before the commit (the indexes catch up with the oplog on their own before each search) and its
+        purpose; in a worker thread under the read limiter. Sets each fingerprint's E8 in place."""
+        store, indexes, rules = self.handle.store, self.handle.indexes, self.rules
+        e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
+        teleology = self.teleology
+        if teleology is not None:
+            teleology.use_embedders(pipeline.embedders)
+
+        def run() -> list[Scored]:
+            history = self.handle.cognition.snapshot()["coherence_history"]
+            out = []
+            for item, fingerprint, found, linked in zip(batch, fingerprints, triples, links):
+                similar = rules.similar(store, indexes, fingerprint)
+                causal = rules.causal(store, indexes, item.content, fingerprint, e5)
+                # E8 from every edge the memory is about to get, automatic ones included: what the E8 refresh
+                # computes once the edges exist
+                fingerprint[8] = mix(dense(fingerprint[1]), rules.graph_context(store, linked, similar, causal))
+                # φ is the memory's own binding spread, wₑ = 0.5 + importance
+                utl = self.handle.delta_sc.compute(store, indexes, pipeline.embedders, fingerprint,
+                                                   coherence_history=history, triples=found,
+                                                   importance=item.new.importance)
+                purpose = teleology.purpose_of(fingerprint) if teleology is not None else None
+                out.append(Scored(utl, similar, causal, purpose))
+            return out
+
+        return await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
+
+    def extra(self, item: Incoming, scored: Scored, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What the record carries besides its fields: `base` (the importer's provenance), its purpose under the
+        north star (the ego's recent purposes move with it) and the adversarial screen's flags: a suspicious
+        memory is flagged, never dropped."""
+        extra = dict(base or {})
+        if self.teleology is not None:
+            extra.update(self.teleology.extra_for(scored.purpose))
+        flags = screen(item.content, self.flag_score)
+        if flags:
+            extra["adversarial"] = flags
+        return extra
+
+    async def after_commit(self, committed: Sequence[Committed], neighbours: Iterable[str], now: float) -> None:
+        """Everything that follows a durable commit. The memories are acknowledged whatever happens here: a
+        failure is logged, never the caller's error."""
+        handle = self.handle
+        store = handle.store
+        for c in committed:  # the flag is on the record (same transaction); the list is homeostatic_status's index
+            flags = c.record.extra.get("adversarial")
+            if not flags:
+                continue
+            try:
+                await handle.writer.submit(add_to_quarantine, store, c.record.id, now,
+                                           [f["kind"] for f in flags["findings"]])
+            except Exception:
+                _log.exception("quarantine list update failed; the record itself carries the flag", id=c.record.id)
+        # their automatic edges changed their neighbourhoods and the neighbours': E8 follows in the background
+        handle.refresh_e8([*(c.record.id for c in committed), *neighbours])
+        count = store.count()
+        for c in committed:
+            handle.cognition.record(c.utl.delta_s, c.utl.delta_c, memory_count=count,
+                                    learning_score=c.utl.learning_score,
+                                    predicted_learning_score=c.utl.predicted_learning_score)
+            for hook in self.listeners.after_store:
+                try:
+                    await hook(c.record, c.fingerprint, c.utl)
+                except Exception:  # the memory is committed: a listener's failure must not turn it into an error
+                    _log.exception("after-store listener failed", id=c.record.id)
+        await handle.save_engine_after_commit()
