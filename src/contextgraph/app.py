@@ -79,7 +79,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     storage = StoreHandle(settings, c, cognition, workspace, history)  # opens the store lazily
     perception = Perception(settings, c, storage)  # loads the model lazily, in the background
     memory = MemoryService(storage, perception, c)
-    # neuromodulation, steering and dreams, wired to the events that move them (SPEC §9/§10)
+    # neuromodulation, steering and dreams, wired to the events that move them (docs/engine.md)
     activity = ActivityMonitor(c)
     neuromodulation = NeuromodulationService(c)
     workspace.on_enter = neuromodulation.workspace_enter

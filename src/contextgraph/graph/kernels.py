@@ -11,7 +11,7 @@ from typing import Any
 
 
 def effective_weight(base: float, excitatory: float = 0.0, inhibitory: float = 0.0, modulatory: float = 0.0) -> float:
-    """SPEC §10 neuromodulated weight w_eff = base·(1 + e − i + 0.5·m), clamped to [0, 1] so that a strongly
+    """Neuromodulated weight (docs/storage.md) w_eff = base·(1 + e − i + 0.5·m), clamped to [0, 1] so that a strongly
     inhibited edge never turns negative and an excited one never outweighs a certain one."""
     raw = base * (1.0 + excitatory - inhibitory + 0.5 * modulatory)
     return min(1.0, max(0.0, raw))

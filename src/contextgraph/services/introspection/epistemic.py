@@ -1,4 +1,4 @@
-"""epistemic_action (seed 001 REQ-MCP-P0-001): the question the agent should ask the user now.
+"""epistemic_action: the question the agent should ask the user now.
 
 Focal memories are the least coherent of the most recent ones: each one's E1 coherence
 ΔC = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency against its own neighbourhood (as in services.delta_sc,

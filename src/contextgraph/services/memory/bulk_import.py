@@ -1,4 +1,4 @@
-"""Bulk import and export of memories (issue 19.6): the use-case behind `contextgraph import FILE.jsonl` and
+"""Bulk import and export of memories: the use-case behind `contextgraph import FILE.jsonl` and
 `contextgraph export`. Lines arrive validated (shell.bulk holds them to store_memory's argument model); here a
 batch of them becomes memories the way store_memory makes one, with three differences that are the point:
 
@@ -182,7 +182,7 @@ class BulkImporter:
             extra: dict[str, Any] = {"import": {"file": self.file_hash, "line": line.line}}
             if teleology is not None:  # its purpose vector under the north star, as store_memory keeps it
                 extra.update(teleology.record_extra(fingerprints[i]))
-            flags = screen(content, self.memory.flag_score)  # flagged, never dropped (issue 18)
+            flags = screen(content, self.memory.flag_score)  # flagged, never dropped (docs/tools.md#security)
             if flags:
                 extra["adversarial"] = flags
                 flagged.append((ids[i], [f["kind"] for f in flags["findings"]]))

@@ -59,7 +59,7 @@ class MemoryService:
         self.after_results: list[Callable[[str, Retrieval], None]] = []
 
     async def store(self, new: NewMemory) -> Stored:
-        # The UTL of every stored memory moves the pulse (SPEC D16), not only inject_context's: ~15-27 ms at 10K
+        # The UTL of every stored memory moves the pulse (docs/utl.md), not only inject_context's: ~15-27 ms at 10K
         stored, _fingerprint, _utl = await self._store_one(new)
         return stored
 
@@ -177,7 +177,7 @@ class MemoryService:
         extra: dict[str, Any] = {}
         if self.teleology is not None and purposes:
             extra = self.teleology.extra_for(purposes[0])
-        flags = screen(content, self.flag_score)  # issue 18: a suspicious memory is flagged, never dropped
+        flags = screen(content, self.flag_score)  # a suspicious memory is flagged, never dropped
         if flags:
             extra = {**extra, "adversarial": flags}
         now = time.time()
