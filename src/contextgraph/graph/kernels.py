@@ -66,7 +66,7 @@ def shortest_path(adjacency: Mapping[str, Sequence[str]], source: str, target: s
 def first_cycle(adjacency: Mapping[str, Sequence[str]], source: str, max_hops: int) -> list[str]:
     """A walk from `source` of at most max_hops edges that returns to a node already on it, ending with the
     repeated node (A→B→C→A gives [A, B, C, A]); [] when no such walk exists. Depth first, so the walk reported
-    is the path up to the point where the cycle was detected (EC-MCP-004)."""
+    is the path up to the point where the cycle was detected."""
     stack: list[str] = [source]
     on_path = {source}
 
