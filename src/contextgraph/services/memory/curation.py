@@ -371,7 +371,7 @@ class CurationService:
                 self.observe_outcome("theta_dup", domain, float(unit[i] @ unit[j]), outcome, source)
 
     async def _link(self, ids: list[str], min_cos: float, rationale: str, now: float) -> dict[str, Any]:
-        """force_merge over incompatible priors (docs/tools.md#curation): keep both nodes, join them with Relational edges."""
+        """force_merge over incompatible priors (docs/tools.md): keep both nodes, join them with Relational edges."""
         pairs = [(ids[i], ids[i + 1]) for i in range(len(ids) - 1)]
         op = {"op": "link", "ids": ids, "edges": [[s, t, "Relational"] for s, t in pairs], "at": now}
         h = reversal_hash(op)
