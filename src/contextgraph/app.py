@@ -76,7 +76,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     """`tools`: the registered tool names, the only ones the pulse may suggest (D16); None (services without a
     tool layer, as some tests build them) keeps the constitution's names."""
     cognition = CognitiveState(c, tools=tools)
-    # neuromodulation, steering and dreams, wired to the events that move them (SPEC §9/§10)
+    # neuromodulation, steering and dreams, wired to the events that move them (docs/engine.md)
     neuromodulation = NeuromodulationService(c)
     workspace = WorkspaceService(c, cognition, on_enter=neuromodulation.workspace_enter)
     clock = Clock()

@@ -34,7 +34,7 @@ class Settings:
     # Exported ONNX graphs, shared by every data directory (keyed by the model's hash): from_env defaults it to
     # the user cache (user_model_cache); a Settings built directly without one keeps them in <home>/models.
     model_cache_dir: Path | None = None
-    # Network transports (issue 6). Port 0 binds an ephemeral port (tests). A non-loopback host needs a token;
+    # Network transports. Port 0 binds an ephemeral port (tests). A non-loopback host needs a token;
     # with a token every HTTP request and every TCP connection must present it.
     host: str = field(default_factory=lambda: _transport("default_host"))
     port: int = field(default_factory=lambda: _transport("default_tcp_port"))  # TCP; where `call` looks
@@ -48,11 +48,11 @@ class Settings:
     # flight, and at most this many open (the longest idle one makes room for a new one).
     http_session_idle_seconds: float = field(default_factory=lambda: _transport("http_session_idle_seconds"))
     http_max_sessions: int = field(default_factory=lambda: _transport("http_max_sessions"))
-    # Automatic dreams (SPEC §10 triggers): CONTEXTGRAPH_AUTO_DREAM=1|0; unset, `serve` turns them on (constitution
+    # Automatic dreams (docs/engine.md): CONTEXTGRAPH_AUTO_DREAM=1|0; unset, `serve` turns them on (constitution
     # dream.auto.serve) and everything else (one-shot `contextgraph call`, tests) leaves them off.
     auto_dream: bool | None = None
 
-    # Where the memories live (SPEC D18): None or lmdb:///PATH, the embedded LMDB store (in the data directory, or
+    # Where memories live (docs/storage.md): None or lmdb:///PATH, the embedded LMDB store (in the data directory, or
     # in PATH); postgresql://… (any libpq URI, passed verbatim; unix sockets as ?host=/dir), a shared PostgreSQL
     # database with pgvector.
     store_url: str | None = None

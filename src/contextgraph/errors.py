@@ -81,7 +81,7 @@ class ThresholdError(ContextGraphError):
     code_name = "THRESHOLD_ERROR"
 
 
-# The autonomous services' codes (seed 004, -32110..-32116)
+# The autonomous services' codes (-32110..-32116, docs/tools.md#errors)
 class BootstrapError(ContextGraphError):
     code_name = "BOOTSTRAP_ERROR"
 

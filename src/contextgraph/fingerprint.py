@@ -1,4 +1,4 @@
-"""The teleological fingerprint: one vector per embedding space E1..E13 (SPEC §6). Shared by the embedders
+"""The teleological fingerprint: one vector per embedding space E1..E13 (docs/spaces.md). Shared by the embedders
 that make it, the store that keeps it and the retrieval that reads it; depends on numpy only.
 
 Vector shapes by kind:
@@ -26,7 +26,7 @@ class Space:
     kind: Kind
 
 
-# The 13 spaces, in order. Dimensions are not here: they follow the configured model or method (SPEC D10).
+# The 13 spaces, in order. Dimensions are not here: they follow the configured model or method (docs/decisions.md#d10).
 SPACES: tuple[Space, ...] = (
     Space(1, "semantic", "dense"),
     Space(2, "temporal_recent", "dense"),

@@ -1,7 +1,7 @@
 """Registry → mcp low-level Server. Everything protocol-shaped lives here: tools/list with aliases, tools/call
-through the dispatcher, and the middleware that puts the pulse where every host can see it (SPEC §4):
+through the dispatcher, and the middleware that puts the pulse where every host can see it (docs/tools.md):
 
-* `result._cognitive_pulse` (the seeds' contract) and `result._meta["contextgraph/pulse"]` (kept by SDK clients),
+* `result._cognitive_pulse` (the original contract) and `result._meta["contextgraph/pulse"]` (kept by SDK clients),
   added after the SDK's result sieve, which drops unknown members;
 * `_cognitive_pulse` inside the payload itself (text and structuredContent), which is all Claude Code hands
   its model; put there by the dispatcher;
@@ -222,7 +222,7 @@ def build_server(app: App) -> ContextGraphServer:
 
 @dataclass(frozen=True, slots=True)
 class ErrorResults:
-    """SPEC D17 (SEP-1303): which failures of a tool call come back as a tool result with `isError: true`, and
+    """docs/tools.md (SEP-1303): which failures of a tool call come back as a tool result with `isError: true`, and
     from which protocol version on. Protocol versions are ISO dates, so they compare as strings."""
 
     since_protocol: str
@@ -251,7 +251,7 @@ def readable_message(message: str, data: dict[str, Any]) -> str:
 
 
 def error_result(code: int, message: str, data: dict[str, Any]) -> types.CallToolResult:
-    """A refused tool call as a tool result the model reads (SPEC D17): `{code, name, message, hint, field?,
+    """A refused tool call as a tool result the model reads (docs/tools.md): `{code, name, message, hint, field?,
     allowed?, suggestions?, ..., _cognitive_pulse}` as structuredContent and as JSON text."""
     body: dict[str, Any] = {"code": code, "name": data.get("error"), "message": message}
     body.update((k, v) for k, v in data.items() if k not in ("error", PULSE_KEY))
@@ -319,7 +319,7 @@ def _envelope_middleware(app: App):
             # The host has what it needs to start; now warm the store and the model in the background.
             app.services.perception.start_model_load()
         if ctx.method == "tools/list" and isinstance(result, dict):
-            # The SDK's Tool model drops unknown fields; seed 000 FR-011 wants `aliases` on the tool itself.
+            # The SDK's Tool model drops unknown fields; `aliases` belong on the tool itself (docs/tools.md).
             for tool in result.get("tools", []):
                 aliases = app.registry.aliases_of.get(tool.get("name"), ())
                 if aliases:

@@ -1,4 +1,4 @@
-"""ATC's threshold-moving levels (SPEC §10), each a pure function of recorded (score, outcome) pairs.
+"""ATC's threshold-moving levels (docs/engine.md), each a pure function of recorded (score, outcome) pairs.
 
 Level 1, EWMA drift (per observation): the cost's slope at θ is f(θ)·(P(y=1 | s=θ) − q); one observation
 estimates it as K(s − θ)·(y − q) with a Gaussian kernel K of bandwidth h (only pairs near θ speak about θ). The

@@ -6,7 +6,7 @@ probability of the outcome equals q — the Bayes threshold when a false positiv
 
     p(s) = sigmoid((logit s − logit θ) / T + logit q)
 
-so that p(θ) = q by construction: SPEC §10's temperature scaling sigmoid(logit(p)/T), centred on the threshold.
+so that p(θ) = q by construction: ATC's level 2 temperature scaling sigmoid(logit(p)/T), centred on the threshold.
 Level 2 fits T with θ held; levels 1, 3 and 4 move θ towards the optimum (a better centre lowers ECE too).
 """
 

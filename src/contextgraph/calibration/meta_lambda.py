@@ -1,11 +1,11 @@
-"""Meta-UTL's λ adaptation (SPEC §10) as pure functions.
+"""Meta-UTL's λ adaptation (docs/engine.md#meta-utl) as pure functions.
 
-The learning score L = sigmoid(g · λ_S·λ_C · X) (SPEC §8: X = ΣτΔS·ΣτΔC·wₑ·cos φ, g the gain) is predicted
+The learning score L = sigmoid(g · λ_S·λ_C · X) (docs/utl.md: X = ΣτΔS·ΣτΔC·wₑ·cos φ, g the gain) is predicted
 before a store (L̂) and measured after (L). When the prediction error |L − L̂| exceeds the threshold,
 
     λ_S ← clip(λ_S + α·(L − L̂), lo, hi),   λ_C = 1 − λ_S
 
-(target L, actual L̂): an engine that under-predicts what operations teach weighs novelty more. Because SPEC's L
+(target L, actual L̂): an engine that under-predicts what operations teach weighs novelty more. Because this L
 depends on λ only through λ_S·λ_C, an operation's L at another λ is exact from its recorded L and the λ it was
 scored with: L(λ') = sigmoid(logit L · λ'(1 − λ') / (λ(1 − λ))). That lets the escalation's Bayesian search score
 any λ on the recorded window: mean |L(λ) − L̂(λ)| + κ·(λ − λ_prior)², the prediction error with a Gaussian prior
@@ -32,7 +32,7 @@ def lambda_step(lambda_s: float, error: float, alpha: float, error_threshold: fl
 
 def rescale(scores: Sequence[float] | np.ndarray, lambda_then: Sequence[float] | np.ndarray,
             lambda_now: float) -> np.ndarray:
-    """Each L recomputed at λ_S = lambda_now from its value at λ_S = lambda_then (exact under SPEC §8's L)."""
+    """Each L recomputed at λ_S = lambda_now from its value at λ_S = lambda_then (exact under the sigmoid form of L)."""
     then = np.asarray(lambda_then, dtype=np.float64)
     ratio = (lambda_now * (1.0 - lambda_now)) / np.maximum(then * (1.0 - then), 1e-9)
     return sigmoid(logit(scores) * ratio)

@@ -1,4 +1,4 @@
-"""Calibration quality of (confidence, outcome) pairs (seed 004's get_calibration_metrics): ECE, MCE, Brier.
+"""Calibration quality of (confidence, outcome) pairs (get_calibration_metrics): ECE, MCE, Brier.
 
     ECE   = Σ_b (n_b / N) · |mean(p in b) − mean(y in b)|     over equal-width confidence bins b
     MCE   = max_b |mean(p in b) − mean(y in b)|                over the non-empty bins

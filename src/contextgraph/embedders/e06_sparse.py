@@ -1,4 +1,4 @@
-"""E6 sparse: the lexical space, BM25-scored (SPEC D21). Terms come from the shared analyzer
+"""E6 sparse: the lexical space, BM25-scored (docs/decisions.md#d21). Terms come from the shared analyzer
 (retrieval/analyzer.py: identifiers split on snake_case/camelCase/dots and also kept whole, words lower-cased and
 lightly stemmed, English function words dropped), each hashed into 2¹⁸ buckets with CRC-32 (stable across
 processes and machines, unlike Python's salted `hash()`).

@@ -1,7 +1,7 @@
 """E13 splade: a SPLADE-shaped sparse vector over the tokenizer's own vocabulary (30,522 WordPiece ids for
 MiniLM), without a SPLADE model: the value of each non-special token id is its raw count in the text, read
 straight from the forward's token ids (no extra tokenisation). Like E6 it is BM25-scored by the index at query
-time (SPEC D21: saturation, length normalisation and idf from the live store), so stored vectors never go stale
+time (docs/decisions.md#d21: saturation, length normalisation, idf from the live store): stored vectors never go stale
 as the store grows. Tokens past the backbone's truncation are not seen. `similarity` (no index at hand) is the
 plain dot product of counts. A real SPLADE model from a local directory is a future setting."""
 

@@ -1,4 +1,4 @@
-"""The default set of 13 embedders (SPEC §6), in space order, all fed by one backbone."""
+"""The default set of 13 embedders (docs/spaces.md), in space order, all fed by one backbone."""
 
 from __future__ import annotations
 

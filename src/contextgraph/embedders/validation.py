@@ -1,5 +1,5 @@
 """ARCH-05: a fingerprint is complete — all 13 spaces — and each vector has its space's configured kind and
-dimension (SPEC D10: the configured dimension, never a padded spec number). Used by the pipeline on every
+dimension (docs/decisions.md#d10: the configured dimension, never a padded spec number). Used by the pipeline on every
 fingerprint it makes, and usable by the store on every fingerprint it is handed."""
 
 from __future__ import annotations

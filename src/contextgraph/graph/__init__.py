@@ -1,1 +1,1 @@
-"""Pure graph math (ARCHITECTURE rule 4): effective edge weights, reversal hashes, path and cycle search."""
+"""Pure graph math (docs/architecture.md): effective edge weights, reversal hashes, path and cycle search."""

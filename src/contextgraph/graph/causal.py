@@ -1,4 +1,4 @@
-"""Causal inference kernels (SPEC §10, omni_infer): the strength of a cause → effect link read from two memories'
+"""Causal inference kernels (docs/engine.md, omni_infer): the strength of a cause → effect link read from two memories'
 E5 halves, and the strongest chains over a set of such links. Pure: plain values in, plain values out.
 
 A link's strength is in (0, 1]; a chain's confidence is the product of its links' strengths (each link must hold

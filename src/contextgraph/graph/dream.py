@@ -1,4 +1,4 @@
-"""Dream consolidation's math (SPEC §10). Pure numpy over plain arrays: no storage, no clock, no randomness
+"""Dream consolidation's math (docs/engine.md#dreams). Pure numpy over plain arrays: no storage, no clock, no randomness
 beyond the generator the caller passes.
 
 NREM — Hebbian replay. Replaying a cue memory c activates it and its graph neighbours; a memory's activation φ
@@ -208,7 +208,7 @@ def sub_paths(path: Sequence[str], min_hops: int) -> Iterable[tuple[str, ...]]:
 
 
 def shortcut_confidence(traversals: int, min_traversals: int, floor: float) -> float:
-    """1 − (1 − floor)·min_traversals/traversals: exactly `floor` (SPEC §10's 0.7) at min_traversals traversals,
+    """1 − (1 − floor)·min_traversals/traversals: exactly `floor` (0.7) at min_traversals traversals,
     rising towards 1 as the path is used more. Evidence of use only: the path's strength is its weight (the
     product of its edges' weights), and its edges' own confidences measure other things (a Causal edge's is its
     cue margin, a Semantic edge's its cosine) that would keep a well-trodden causal chain from ever qualifying."""

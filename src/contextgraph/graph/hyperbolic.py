@@ -1,4 +1,4 @@
-"""Hyperbolic entailment cones (SPEC §10 "Hierarchy"; Ganea, Bécigneul & Hofmann 2018, "Hyperbolic Entailment
+"""Hyperbolic entailment cones (docs/engine.md#hierarchy; Ganea, Bécigneul & Hofmann 2018, "Hyperbolic Entailment
 Cones for Learning Hierarchical Embeddings"). Pure numpy over plain arrays: no storage, no clock.
 
 Mapping into the Poincaré ball (curvature −1). A node's direction is its unit embedding u (E1, or E5/E7); its

@@ -11,7 +11,7 @@ from typing import Any
 
 
 def effective_weight(base: float, excitatory: float = 0.0, inhibitory: float = 0.0, modulatory: float = 0.0) -> float:
-    """SPEC §10 neuromodulated weight w_eff = base·(1 + e − i + 0.5·m), clamped to [0, 1] so that a strongly
+    """Neuromodulated weight (docs/storage.md) w_eff = base·(1 + e − i + 0.5·m), clamped to [0, 1] so that a strongly
     inhibited edge never turns negative and an excited one never outweighs a certain one."""
     raw = base * (1.0 + excitatory - inhibitory + 0.5 * modulatory)
     return min(1.0, max(0.0, raw))
@@ -66,7 +66,7 @@ def shortest_path(adjacency: Mapping[str, Sequence[str]], source: str, target: s
 def first_cycle(adjacency: Mapping[str, Sequence[str]], source: str, max_hops: int) -> list[str]:
     """A walk from `source` of at most max_hops edges that returns to a node already on it, ending with the
     repeated node (A→B→C→A gives [A, B, C, A]); [] when no such walk exists. Depth first, so the walk reported
-    is the path up to the point where the cycle was detected (EC-MCP-004)."""
+    is the path up to the point where the cycle was detected."""
     stack: list[str] = [source]
     on_path = {source}
 

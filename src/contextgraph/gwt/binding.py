@@ -1,4 +1,4 @@
-"""Per-memory binding (SPEC §9): how well a candidate memory agrees with the current context across spaces.
+"""Per-memory binding (docs/engine.md): how well a candidate memory agrees with the current context across spaces.
 
 Agreement in a space is the candidate's similarity to the context as a percentile of the context's
 similarities to a sample of the store in that space (`context_agreement`, below): raw similarities are not
@@ -64,7 +64,7 @@ def binding_batch(agreements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.abs(z), 0.0, 1.0), np.mod(np.angle(z), 2 * math.pi)
 
 
-# --- binding = agreement with the context (issue 11.6) ----------------------------------------------------------
+# --- binding = agreement with the context -------------------------------------------------------------------
 #
 # A standing among the operation's own candidates (what binding measured before) says which candidate a space
 # puts first, not whether that space finds it close to the context at all: among ten irrelevant results one is
@@ -121,7 +121,7 @@ def context_agreements(similarities: np.ndarray, references: list[np.ndarray] | 
 
 def context_binding(similarities: np.ndarray, references: list[np.ndarray] | np.ndarray) -> tuple[np.ndarray,
                                                                                                     np.ndarray]:
-    """(r_m, ψ_m) per candidate from its similarities to the context (SPEC §9): agreements against the store's
+    """(r_m, ψ_m) per candidate from its similarities to the context (docs/engine.md): agreements against the store's
     per-space distributions (context_agreements), phases θ = π(1 − a), their order parameter. A candidate that
     every space finds closer to the context than almost all stored memories binds with r_m → 1 and ψ_m → 0; one
     that the spaces cannot tell from a random memory, or disagree on, binds loosely or on the π/2 side."""

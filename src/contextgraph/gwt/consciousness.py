@@ -1,10 +1,10 @@
-"""C(t) = I × R × D and its state (SPEC §9).
+"""C(t) = I × R × D and its state (docs/engine.md#consciousness).
 
     I = r                                   integration: the Kuramoto order parameter
     R = sigmoid(4·meta_accuracy − 2)        reflection: how well the engine predicts its own learning
     D = −Σ pᵢ log pᵢ / log N                differentiation: normalised entropy of the purpose vector
 
-States (SPEC D14): HYPERSYNC is checked first and means r > 0.95 (the oscillators, i.e. the spaces, have stopped
+States (docs/engine.md): HYPERSYNC is checked first and means r > 0.95 (the oscillators, i.e. the spaces, have stopped
 differing: over-synchronisation, a property of the network and not of C — R ≤ sigmoid(2) ≈ 0.881 keeps C below
 0.95). Otherwise the state follows C by the constitution's lower bounds (DORMANT 0, FRAGMENTED 0.3, EMERGING 0.5,
 CONSCIOUS 0.8): the highest bound C reaches.

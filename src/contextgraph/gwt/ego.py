@@ -1,4 +1,4 @@
-"""The SELF_EGO_NODE's identity continuity (SPEC §9).
+"""The SELF_EGO_NODE's identity continuity (docs/engine.md#ego-and-identity-continuity).
 
     IC = cos(PV_t, PV_{t−1}) × r
 

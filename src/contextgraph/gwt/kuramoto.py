@@ -1,4 +1,4 @@
-"""The 13-oscillator Kuramoto network (SPEC §9), one oscillator per embedding space.
+"""The 13-oscillator Kuramoto network (docs/engine.md#kuramoto-network), one oscillator per embedding space.
 
     dθᵢ/dt = ωᵢ + (K/N) Σⱼ sin(θⱼ − θᵢ)
 
@@ -7,7 +7,7 @@ We integrate the mean-field form (K/N) Σⱼ sin(θⱼ − θᵢ) = K·r·sin(ψ
 Forward Euler at dt = 10 ms: the natural rotation ωᵢ·dt is integrated exactly by any scheme, and the coupling
 term moves a phase by at most K·dt ≤ 0.1 rad per step, where Euler's error is far below what the pulse reports.
 
-Units (SPEC D13): ωᵢ = fᵢ/mean(f) in rad/s, mean 1 rad/s, no 2π. Measured on the spec frequencies (time-averaged
+Units (docs/engine.md): ωᵢ = fᵢ/mean(f) in rad/s, mean 1 rad/s, no 2π. Measured on the spec frequencies (time-averaged
 r over long runs from random phases, `measure_r`): K=0 ≈ 0.25-0.3, K=1 ≈ 0.6, K=2 ≈ 0.84, K=3 ≈ 0.94,
 K=10 ≈ 0.996. The constitution keeps that curve (gwt.kuramoto.measured_r) and `predict_r` reads it, so
 adjust_coupling's predicted_r is the long-run value at the new K, not the transient of a 2-second simulation.
@@ -26,7 +26,7 @@ TWO_PI = 2.0 * math.pi
 
 
 def natural_frequencies(hz: Sequence[float]) -> np.ndarray:
-    """ω in rad/s: the spec's Hz normalised by their mean, so the mean is 1 rad/s (SPEC D13: no factor 2π).
+    """ω in rad/s: the spec's Hz normalised by their mean, so the mean is 1 rad/s (docs/decisions.md#d13: no factor 2π).
     The ratios stay (gamma 40 Hz vs theta 4 Hz …); 80 Hz becomes ≈3.2 rad/s, ≈0.03 rad per 10 ms step. With the
     old ×2π the spread of ω was 2π times larger and K ≤ 10 could not hold r above 0.8 on average."""
     f = np.asarray(hz, dtype=np.float64)
@@ -57,7 +57,7 @@ def order_parameter(phases: np.ndarray) -> tuple[float, float]:
 
 def phase_spread(r: float) -> float:
     """φ ∈ [0, π]: the circular standard deviation √(−2 ln r), clamped to π. It is 0 when every oscillator
-    agrees and reaches π as synchrony vanishes, which is the range SPEC §8's cos φ expects (a desynchronised
+    agrees and reaches π as synchrony vanishes, which is the range the learning score's cos φ expects (a desynchronised
     network turns the learning score's sign, a half-synchronised one, r ≈ 0.6, keeps cos φ ≈ 0.3)."""
     if not math.isfinite(r) or r <= 0.0:
         return math.pi
@@ -157,7 +157,7 @@ def measure_r(omegas: np.ndarray, couplings: Sequence[float], seconds: float = 2
 
 
 def nudge(phases: np.ndarray, delta_s: Sequence[float], delta_c: Sequence[float], gain: float) -> np.ndarray:
-    """SPEC §9: a memory operation pulls oscillator i toward the mean phase ψ in proportion to that space's
+    """A memory operation (docs/engine.md) pulls oscillator i toward the mean phase ψ in proportion to that space's
     coherence ΔCᵢ and pushes it away in proportion to its novelty ΔSᵢ:
 
         θᵢ ← θᵢ + gain·(ΔCᵢ − ΔSᵢ)·sin(ψ − θᵢ)

@@ -1,4 +1,4 @@
-"""Neuromodulator dynamics (SPEC §10): four levels, each bounded, pulled back to its baseline over time. Pure.
+"""Neuromodulator dynamics (docs/engine.md): four levels, each bounded, pulled back to its baseline over time. Pure.
 
 A level moves by events (a workspace enter, an empty search, a steering reward, an explicit adjustment) and is
 clamped to its bounds; between events it relaxes exponentially towards its baseline with its half-life:
@@ -45,7 +45,7 @@ def moved(level: float, delta: float, bounds: Bounds) -> tuple[float, float]:
 
 
 def reward_to_dopamine(reward: float, positive_gain: float, negative_gain: float) -> float:
-    """SPEC §10: a steering reward r moves dopamine by +gain⁺·r when r > 0, −gain⁻·|r| when r < 0."""
+    """A steering reward r (docs/engine.md#steering) moves dopamine by +gain⁺·r when r > 0, −gain⁻·|r| when r < 0."""
     if reward > 0:
         return positive_gain * reward
     if reward < 0:

@@ -1,4 +1,4 @@
-"""The global workspace's competition (SPEC §9): which memory holds attention, as a pure state step.
+"""The global workspace's competition (docs/engine.md): which memory holds attention, as a pure state step.
 
 Candidates are memories the last operation touched, each with r_m and ψ_m (its binding with the current
 context, gwt.binding), importance and alignment. Those with r_m ≥ the enter threshold, bound on the agreeing

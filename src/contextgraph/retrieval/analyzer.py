@@ -1,4 +1,4 @@
-"""The lexical analyzer (SPEC D21): what a "word" is wherever ContextGraph matches words — E6's terms, the
+"""The lexical analyzer (docs/decisions.md#d21): what a "word" is wherever ContextGraph matches words — E6's terms, the
 tombstone search, tool discovery.
 
     text → words (letters/digits/_ runs, joined by dots: `os.path.join`) →

@@ -1,4 +1,4 @@
-"""Pure measures for the diagnostic tools (issue 18): precision/recall/F1 of a ranking against expected ids, the
+"""Pure measures for the diagnostic tools: precision/recall/F1 of a ranking against expected ids, the
 rank changes between two rankings, and the z-score of a value against a sample (embedding outliers)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reciprocal Rank Fusion (SPEC §7 stage 3) and the rank helpers it needs. Pure numpy."""
+"""Reciprocal Rank Fusion (docs/retrieval.md#stage-3-fusion) and the rank helpers it needs. Pure numpy."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def rrf(space_ranks: Mapping[int, np.ndarray], weights: Mapping[int, float], k: 
 
 # E1's copies: E8 is E1 mixed with graph neighbours' E1 (E1 itself without neighbours), E10 is E1 plus a modality
 # one-hot for text. Where such a space ranks a candidate exactly where E1 does, its vote would be E1's vote again
-# (SPEC D15): it is dropped for that candidate.
+# (docs/decisions.md#d15): it is dropped for that candidate.
 E1_COPIES = (8, 10)
 
 

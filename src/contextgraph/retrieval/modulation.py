@@ -1,4 +1,4 @@
-"""What the neuromodulators do to retrieval (SPEC §10). Pure numpy; every effect is deterministic for a given
+"""What the neuromodulators do to retrieval (docs/retrieval.md). Pure numpy; every effect is deterministic for a given
 state and is the identity at the baselines (the same ranks and the same score bytes as without modulation).
 
     dopamine β       sharpness: final scores s ∈ [0, 1] become s^(β/β₀). Monotone, so the ranking never moves;

@@ -1,4 +1,4 @@
-"""What a query is, from its text alone (SPEC D15's per-query weighting): code-like or prose, a question or a
+"""What a query is, from its text alone (docs/retrieval.md#query-kinds): code-like or prose, a question or a
 short keyword query, and whether it asks about time. Regexes only; pure.
 
     code      an identifier-shaped word (snake_case, camelCase, dotted name, name followed by "(") or a code symbol

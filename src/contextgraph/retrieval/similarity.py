@@ -50,7 +50,7 @@ def space_similarities(by_space: Mapping[int, SpaceMeasure], space: Space, finge
     if not len(neighbours):
         return np.zeros(0)
     column = [fp[space.id] for fp in neighbours] if isinstance(neighbours, Sequence) else neighbours[space.id]
-    if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), SPEC §8
+    if space.kind == "sparse":  # raw tf dot products are unbounded: compare term sets (Jaccard), docs/utl.md#surprise
         sims = jaccard_many(sparse(fingerprint[space.id]).indices, [sparse(doc).indices for doc in column])
     else:
         sims = np.asarray(by_space[space.id].similarity(fingerprint[space.id], column), dtype=np.float64)

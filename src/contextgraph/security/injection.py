@@ -1,4 +1,4 @@
-"""Prompt-injection patterns (SPEC §10: "ignore previous", "disregard system", "you are now", "new instructions:",
+"""Prompt-injection patterns (docs/tools.md: "ignore previous", "disregard system", "you are now", "new instructions:",
 "override:") and the variants that hide them, found in a normalised copy of the text. Pure: text in, findings out.
 
 Normalisation undoes the tricks a pattern list alone would miss, and each one used is reported as evidence:
@@ -10,7 +10,7 @@ Normalisation undoes the tricks a pattern list alone would miss, and each one us
   - letter spacing ("i g n o r e   p r e v i o u s") is joined back;
   - leetspeak digits and symbols ("1gn0r3") are read as letters in a second pass, only for the patterns.
 
-A memory is flagged, never dropped (issue 18): the caller decides what a finding means.
+A memory is flagged, never dropped: the caller decides what a finding means.
 """
 
 from __future__ import annotations

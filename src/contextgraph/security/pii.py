@@ -1,4 +1,4 @@
-"""PII redaction (SPEC §10): API keys, AWS secret keys, passwords, bearer tokens, SSNs and card numbers (and,
+"""PII redaction (docs/tools.md): API keys, AWS secret keys, passwords, bearer tokens, SSNs and card numbers (and,
 when `pii.redact_emails` says so, email addresses) are replaced by `[REDACTED:type]` before the text is
 embedded or stored, so no vector and no record ever holds them. security/free_text.py applies it to every
 free-text tool argument.

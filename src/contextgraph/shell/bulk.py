@@ -1,5 +1,5 @@
 """`contextgraph import FILE.jsonl` and `contextgraph export [--out FILE]`: a corpus in and out of a data
-directory, in this process (issue 19.6; the use-case is services.bulk_import).
+directory, in this process (the use-case is services.bulk_import).
 
 A line is one JSON object with `content` and optionally `rationale`, `tags`, `importance`, `modality` and
 `created_at` (unix seconds or an ISO 8601 time). It is held to store_memory's own argument model (StoreArgs:

@@ -6,7 +6,7 @@ The hooks (Claude Code settings format: event → [{matcher, hooks: [{type: comm
 * **SessionStart** → `contextgraph call search_graph --hook`: searches the memory for the project (its README's
   title and first paragraph, the git branch and the latest commit subjects; the directory's name when there is
   none of that) and hands Claude the matches above a relevance floor (`hooks.session_min_similarity`) with the
-  cognitive pulse; and `contextgraph call get_memetic_status --hook` (the seeds' session-start call): the
+  cognitive pulse; and `contextgraph call get_memetic_status --hook` (the session-start call): the
   memory's size and phase, the UTL state with its suggested action, and the curation tasks waiting.
 * **UserPromptSubmit** → `contextgraph call search_graph --hook`: searches for the prompt and hands Claude the
   few memories relevant to it (`hooks.prompt_min_similarity`); nothing for short prompts and slash commands.
@@ -169,7 +169,7 @@ def run_hook(call: Caller, tool: str, event: dict[str, Any], explicit: dict[str,
         return HookRun(failure=result)
     output = hook_output(tool, event, result.payload or {}, arguments)
     if tool == "get_memetic_status" and output is not None:
-        # the user's manifest (SPEC D20: standing instructions, domains, preferences) joins the session's context;
+        # the user's manifest (docs/tools.md: standing instructions, domains, preferences) joins the session's context;
         # in this process, so it costs no extra hook. A failed read leaves the status context as it was.
         instructions = call("get_system_instructions", {})
         lines = _manifest_lines((instructions.payload or {}) if instructions.ok else {})

@@ -1,2 +1,2 @@
 """Storage: LMDB is the source of truth; per-space indexes are rebuildable caches that catch up from an
-operation log (ARCHITECTURE rules 6 and 9)."""
+operation log (docs/storage.md)."""

@@ -255,7 +255,7 @@ class Edge:
     confidence: float = 1.0  # in [0, 1]
     direction: str = "forward"  # "forward" (source → target) | "undirected"
     domain: str = "General"
-    # Neurotransmitter modulation (SPEC §10): w_eff = weight·(1 + excitatory − inhibitory + 0.5·modulatory)
+    # Neurotransmitter modulation (docs/storage.md): w_eff = weight·(1 + excitatory − inhibitory + 0.5·modulatory)
     excitatory: float = 0.0
     inhibitory: float = 0.0
     modulatory: float = 0.0

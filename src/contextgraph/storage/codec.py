@@ -96,7 +96,7 @@ def _arrays(space: int, vector: object) -> tuple[int, int, list[np.ndarray]]:
     if s.kind == "multivector":
         if vector.ndim != 2:
             raise InvalidFingerprint(f"E{space} must be 2-d [tokens, dim], got shape {vector.shape}", space=space)
-        # float16 halves the largest value in the store (MEASUREMENTS: ~21 KB per memory at f16)
+        # float16 halves the largest value in the store (~21 KB per memory at f16)
         return vector.shape[0], vector.shape[1], [np.ascontiguousarray(vector, dtype=np.float16)]
     if vector.ndim != 1:
         raise InvalidFingerprint(f"E{space} must be 1-d, got shape {vector.shape}", space=space)

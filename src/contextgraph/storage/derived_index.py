@@ -1,4 +1,4 @@
-"""Indexes for the dense spaces that need no graph of their own (issue 19.5): a graph holds every vector in
+"""Indexes for the dense spaces that need no graph of their own (docs/storage.md): a graph holds every vector in
 float32 plus its links, ~2.4 KB a memory for a 512-d time space, and five of the nine dense spaces can find
 their candidates without one.
 

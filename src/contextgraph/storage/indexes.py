@@ -9,12 +9,12 @@
 
 A derived space (storage.derived_index) keeps no vectors: its candidates, a pool of max(64, 4k), are re-scored on
 their stored vectors with the space's measure (cosine; E2's is the dot product), which is why searching one needs
-the store. That is what lets a million memories fit in memory (benchmarks/README, issue 19.5).
+the store. That is what lets a million memories fit in memory (benchmarks/README).
 
 The indexes are caches: `rebuild` makes them from the store, `catch_up` applies the oplog entries after
 `applied_seq` (another process's writes included), `save`/`load` spare a rebuild at start-up. Mutation takes
 the write side of a readers-writer lock, searches the read side: searches never overlap a mutation
-(ARCHITECTURE rule 6) but may overlap each other. Measured on 2 cores, two searching threads were no faster
+(docs/architecture.md#one-writer) but may overlap each other. Measured on 2 cores, two searching threads were no faster
 under the read side than under one plain lock (hnswlib's query holds the GIL), and no slower either.
 """
 

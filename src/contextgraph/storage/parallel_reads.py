@@ -3,7 +3,7 @@
 A search reads ~100 candidates' fingerprints, each 5-7 pages scattered over the file. When those pages are not
 in the page cache, every read waits for the disk in turn: LMDB's get touches the value, so one thread has one
 page read in flight. py-lmdb releases the GIL inside LMDB, so four threads keep four in flight. Measured on
-this VM (benchmarks/README, issue 19.4 fifth pass): 100 fingerprints from an evicted 100K store 74-86 → 25-29
+this VM (benchmarks/README, the fifth pass): 100 fingerprints from an evicted 100K store 74-86 → 25-29
 ms; from the page cache the hand-off costs ~1 ms more. The page cache cannot be counted on here: the kernel
 pages out what was not touched in the last minute.
 

@@ -1,5 +1,5 @@
 """seq → row (or slot) for an index, as one int32 array indexed by seq instead of a dict: 4 bytes a seq where a
-dict of Python ints costs ~100 bytes a memory (≈ 100 MB an index at 1M memories, issue 19.5). Seqs are dense
+dict of Python ints costs ~100 bytes a memory (≈ 100 MB an index at 1M memories). Seqs are dense
 (never reused, one a memory), so the array's holes are the deleted memories."""
 
 from __future__ import annotations

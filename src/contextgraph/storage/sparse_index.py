@@ -5,7 +5,7 @@ few scalar writes per term. Documents get dense slots 0..n-1 so that scoring acc
 postings into one dense score array. A delete is a tombstone on the slot, skipped when scoring and dropped by
 `compact()` once tombstones pile up.
 
-The embedders give raw term frequencies; the index scores them with Okapi BM25 at query time (SPEC D21), from
+The embedders give raw term frequencies; the index scores them with Okapi BM25 at query time (docs/storage.md), from
 the live statistics, over the query's distinct terms:
 
     score(d) = Σ_t idf_t · tf_td·(k1 + 1) / (tf_td + k1·(1 − b + b·dl_d/avgdl)),
@@ -289,7 +289,7 @@ class SparseIndex:
 def _grown_capacity(capacity: int) -> int:
     """A full posting list's next capacity: doubled while short, a quarter more once long (at 1M memories a
     common term holds ~10^5-10^6 postings, and doubling those added ~1 GB of spare room within a hundred
-    stores: benchmarks/README, issue 19.5)."""
+    stores: benchmarks/README)."""
     return max(capacity + (capacity if capacity < _GROW_BY_QUARTER else capacity // 4), 4)
 
 

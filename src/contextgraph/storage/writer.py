@@ -1,4 +1,4 @@
-"""The one writer of a process (ARCHITECTURE rule 6): a thread that runs mutations one at a time, in the order
+"""The one writer of a process (docs/storage.md): a thread that runs mutations one at a time, in the order
 they were submitted. LMDB admits one write transaction at a time and hnswlib must not be mutated while it is
 read, so funnelling every mutation through one queue keeps both simple; readers never come here.
 

@@ -1,5 +1,5 @@
 """The north star as a fingerprint: the dominant cluster's centroid in every space, in a form each space's own
-similarity can compare a memory with (so A(Eᵢ, V) is apples to apples, seed 004 "North Star Goal Tools").
+similarity can compare a memory with (so A(Eᵢ, V) is apples to apples).
 
     dense (E1-E5, E7, E8, E10, E11)  the mean of the members' unit vectors, renormalised (E2's random Fourier
                                       features are compared by dot product: their mean is kept unnormalised, as

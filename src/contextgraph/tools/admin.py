@@ -1,4 +1,4 @@
-"""Admin tools: temporary_scratchpad and reload_manifest (SPEC D20; services.user_manifest)."""
+"""Admin tools: temporary_scratchpad and reload_manifest (docs/decisions.md#d20; services.user_manifest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ATC tools (seed 004): the adaptive thresholds, their calibration quality, and a recalibration on demand. Thin
+"""ATC tools (docs/engine.md): the adaptive thresholds, their calibration quality, and a recalibration on demand. Thin
 handlers: the state is services.atc's ThresholdService, the levels and reports services.atc_levels, the math
 calibration/."""
 

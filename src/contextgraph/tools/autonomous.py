@@ -1,4 +1,4 @@
-"""Autonomous tools (SPEC §3, seed 004): the emergent north star, drift and its correction, pruning candidates,
+"""Autonomous tools (docs/engine.md): the emergent north star, drift and its correction, pruning candidates,
 consolidation and sub-goals, and their status. Everything that would change memories is a dry run unless
 `execute: true`, bounded per call, and undoable (restore_from_hash for merges; revert_to for a star)."""
 

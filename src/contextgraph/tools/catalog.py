@@ -29,7 +29,7 @@ from contextgraph.tools import (
 )
 from contextgraph.tools.registry import Alias, Registry
 
-# Category modules, in registry order. A later issue adds its module here.
+# Category modules, in registry order. A new category adds its module here.
 CATEGORY_MODULES: tuple[ModuleType, ...] = (core, gwt, utl, atc, dream, neuromod, steering, causal, teleological,
                                              autonomous, meta_utl, curation, navigation, metacog, diagnostic, admin,
                                              discovery)

@@ -1,4 +1,4 @@
-"""Causal tools (SPEC §3, §10): omni_infer (seed 004's parameters) and query_causal (seed 001 names it; its schema is
+"""Causal tools (docs/engine.md#causal-inference): omni_infer and query_causal (its schema is
 ours, in the same style). Thin handlers: one CausalInference call each."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Core memory tools (seed 004): store, inject with UTL, search, and the graph manifest. Handlers are thin: one
+"""Core memory tools: store, inject with UTL, search, and the graph manifest. Handlers are thin: one
 service call each, the payload shaped here."""
 
 from __future__ import annotations

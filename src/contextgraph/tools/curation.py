@@ -1,5 +1,5 @@
-"""Curation tools (seed 001 §3.2): merge, annotate, forget, boost, restore. Thin handlers: one CurationService
-call each. Every change is undoable for 30 days where the seed says so, and appends to the node's lineage."""
+"""Curation tools (docs/tools.md#curation): merge, annotate, forget, boost, restore. Thin handlers: one CurationService
+call each. Every change is undoable for 30 days where the design says so, and appends to the node's lineage."""
 
 from __future__ import annotations
 

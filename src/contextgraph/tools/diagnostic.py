@@ -1,4 +1,4 @@
-"""Diagnostic tools (seed 001 REQ-MCP-P2-001..004, issue 18): homeostatic_status, check_adversarial,
+"""Diagnostic tools: homeostatic_status, check_adversarial,
 test_recall_accuracy, debug_compare_retrieval. (search_tombstones, also diagnostic, lives in navigation.py.)
 Thin handlers: one service call each."""
 

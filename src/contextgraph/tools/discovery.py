@@ -1,4 +1,4 @@
-"""Discovery tools (seed 002, SPEC D11): find, describe, load, list active, and call any registered tool."""
+"""Discovery tools (docs/tools.md): find, describe, load, list active, and call any registered tool."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one dispatcher (ARCHITECTURE rule 2). For every call, in this order: alias resolution, lookup (-32004
+"""The one dispatcher (docs/architecture.md). For every call, in this order: alias resolution, lookup (-32004
 with suggestions), the rationale rule (-32009), validation (-32602), the handler, pulse injection, error
 mapping, and one log line with tool, alias, latency and outcome.
 
@@ -129,7 +129,7 @@ class Dispatcher:
             args = spec.args.model_validate(arguments)
         except ValidationError as exc:
             raise invalid_params(canonical, exc, registry.input_schemas[canonical]) from None
-        # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (SPEC §10)
+        # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (docs/tools.md)
         args, redactions = redact_arguments(args)
         # counted in flight (no automatic dream starts meanwhile); a memory operation wakes a dream at once
         with ctx.services.activity.running(canonical):

@@ -1,4 +1,4 @@
-"""Dream tools (SPEC §10, seeds 000/001/004): start, watch and stop a consolidation cycle, and list the amortized
+"""Dream tools (docs/engine.md#dreams): start, watch and stop a consolidation cycle, and list the amortized
 shortcuts. Thin handlers over services.dream; a dream runs in the background, so trigger_dream answers at once."""
 
 from __future__ import annotations

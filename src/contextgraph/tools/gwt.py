@@ -1,4 +1,4 @@
-"""GWT tools (SPEC §9, seeds 001/004): the Kuramoto network, coupling, C(t), the workspace, the ego node,
+"""GWT tools (docs/engine.md): the Kuramoto network, coupling, C(t), the workspace, the ego node,
 per-memory Johari and epistemic actions. Thin handlers: the state lives in services.cognition / services.gwt /
 services.workspace, the math in gwt/ and utl/."""
 
@@ -20,7 +20,7 @@ from contextgraph.tools.validation import MemoryId
 _C = constitution()
 _K = _C["gwt"]["kuramoto"]["coupling"]
 SessionId = Field(None, min_length=1, max_length=128,
-                  description="Ignored (seed 004 compatibility): all sessions share one engine.")
+                  description="Ignored (older clients send it): all sessions share one engine.")
 
 
 class SyncArgs(Args):
@@ -60,7 +60,7 @@ async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> 
 
 class JohariArgs(Args):
     memory_id: MemoryId = Field(description="Id of the stored memory to classify.")
-    spellings: ClassVar[dict[str, str]] = {"node_id": "memory_id"}  # the seeds' name for it (issue 11.8)
+    spellings: ClassVar[dict[str, str]] = {"node_id": "memory_id"}  # older clients' name for it
 
 
 async def get_johari_classification(ctx: ToolContext, args: JohariArgs) -> dict[str, Any]:

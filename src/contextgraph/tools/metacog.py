@@ -1,5 +1,5 @@
 """Meta-cognitive tools: the agent's mental model (with the user manifest's standing instructions), the log ring
-buffer, and reflection over the memory (seed 001 REQ-MCP-P1-005..007: reflect_on_memory, generate_search_plan,
+buffer, and reflection over the memory (reflect_on_memory, generate_search_plan,
 critique_context; services.reflection and services.critique). hydrate_citation and get_node_lineage, also
 meta-cognitive, live in navigation.py."""
 
@@ -36,7 +36,7 @@ class InstructionsArgs(Args):
 async def get_system_instructions(ctx: ToolContext, args: InstructionsArgs) -> dict[str, Any]:
     text = system_instructions()
     storage = await ctx.services.storage.ready()
-    doc = storage.store.get_document(MANIFEST_DOC)  # the user manifest in force (reload_manifest, SPEC D20)
+    doc = storage.store.get_document(MANIFEST_DOC)  # the user manifest in force (reload_manifest, docs/tools.md)
     payload: dict[str, Any] = {"instructions": text, "words": len(text.split()), "keep_in_context": True}
     manifest = (doc or {}).get("manifest") or {}
     if any(manifest.get(k) for k in ("instructions", "domains", "preferences")):

@@ -1,6 +1,6 @@
-"""Graph navigation and lookup tools (seed 001 §3.3, P1-003, P1-008, P1-011, P2-005). Thin handlers: one GraphService
+"""Graph navigation and lookup tools. Thin handlers: one GraphService
 call each. hydrate_citation and get_node_lineage belong to the metacog category and search_tombstones to
-diagnostic (SPEC §3); they live here because they read the same graph."""
+diagnostic (docs/tools.md#inventory); they live here because they read the same graph."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class NeighborhoodArgs(Args):
 
 async def get_neighborhood(ctx: ToolContext, args: NeighborhoodArgs) -> dict[str, Any]:
     out = await ctx.services.graph.neighborhood(args.node_id, args.depth, args.edge_types, args.min_weight)
-    for path in neighbourhood_paths(out):  # traversals count towards amortized shortcuts (SPEC §10)
+    for path in neighbourhood_paths(out):  # traversals count towards amortized shortcuts (docs/engine.md)
         ctx.services.dream.record_traversal(path, "get_neighborhood")
     return out
 
@@ -92,7 +92,7 @@ async def get_node_lineage(ctx: ToolContext, args: LineageArgs) -> dict[str, Any
 
 class HydrateArgs(Args):
     # The seed's pattern ^\[node_[a-f0-9]+\]$ is checked by the service, so a malformed tag is NODE_NOT_FOUND
-    # (-32012, what the issue asks for) rather than a schema error.
+    # (-32012, the error a missing node gets) rather than a schema error.
     citation_tag: str = Field(min_length=1, max_length=64, description="A citation tag like [node_3fa2b1] "
                                                                        "(a memory id or a unique prefix of it).")
 

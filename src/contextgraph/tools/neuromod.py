@@ -1,4 +1,4 @@
-"""Neuromodulation tools (SPEC §10, seeds 000/004): read the four modulators, adjust the three that may be
+"""Neuromodulation tools (docs/engine.md#neuromodulators): read the four modulators, adjust the three that may be
 adjusted. Thin handlers over services.neuromodulation."""
 
 from __future__ import annotations

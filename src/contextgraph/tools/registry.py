@@ -99,7 +99,7 @@ class Registry:
         return [s for n, s in self.specs.items() if n in self.active]
 
     def listed_description(self, spec: ToolSpec) -> str:
-        """The description a client sees: aliases are named in it (seed 000 FR-012)."""
+        """The description a client sees: aliases are named in it (docs/tools.md#aliases-and-retired-names)."""
         aliases = self.aliases_of[spec.name]
         if not aliases:
             return spec.description

@@ -18,7 +18,7 @@ class Args(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Second spellings the seeds use (SPEC §5: topK/top_k, minSimilarity/min_similarity): alternate → field.
+    # Second spellings older clients use (docs/tools.md: topK/top_k, minSimilarity/min_similarity): alternate → field.
     # Both are accepted and both appear in the JSON Schema; giving both with different values is an error.
     spellings: ClassVar[dict[str, str]] = {}
 
@@ -77,7 +77,7 @@ class Args(BaseModel):
 
 def compact_schema(node: Any) -> Any:
     """What a model needs of a pydantic JSON Schema, at a fraction of its size (every tools/list goes into every
-    host request, issue 13.4): no generated `title`s (the property name says it), and an optional argument is
+    host request): no generated `title`s (the property name says it), and an optional argument is
     its type with its default rather than `anyOf [type, null]` + `default: null` (leaving it out is how a model
     says "none"; an explicit null is still accepted)."""
     if isinstance(node, list):

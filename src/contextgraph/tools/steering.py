@@ -1,4 +1,4 @@
-"""Steering tool (SPEC §10, seeds 000/004): the reward of the last stores and what would raise it. Thin handler
+"""Steering tool (docs/engine.md#steering): the reward of the last stores and what would raise it. Thin handler
 over services.steering."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Teleological tools (SPEC §3, seed 004): purpose vectors against the emergent north star, profiles, the synergy
+"""Teleological tools (docs/engine.md): purpose vectors against the emergent north star, profiles, the synergy
 matrix and fusion. Thin handlers over services.teleology_profiles / teleology_search."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A small TF-IDF index over tool metadata (seed 002): built once at start-up, cosine-ranked queries.
+"""A small TF-IDF index over tool metadata (docs/tools.md): built once at start-up, cosine-ranked queries.
 
 Documents are token lists; tokens are lower-cased words split on anything non-alphanumeric (so `tool_find`
 gives `tool`, `find`), stop words dropped and plural/verb endings folded by a light suffix rule, so that

@@ -1,4 +1,4 @@
-"""UTL tool (seed 003): compute_delta_sc, alias gwt/compute_delta_sc. The use case is services.vertex_update."""
+"""UTL tool (docs/utl.md): compute_delta_sc, alias gwt/compute_delta_sc. The use case is services.vertex_update."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def canonical_memory_id(value: str) -> str:
 
 
 # Validated against the full pattern; listed without it (90 characters in every id field of every tools/list,
-# issue 13.4): a wrong id is refused with a message that says what an id looks like.
+# a budget test holds them to it): a wrong id is refused with a message that says what an id looks like.
 MemoryId = Annotated[str, Field(min_length=32, max_length=36, pattern=UUID_PATTERN),
                      AfterValidator(canonical_memory_id),
                      WithJsonSchema({"type": "string", "minLength": 32, "maxLength": 36,

@@ -3,7 +3,7 @@
 In that era every POST stands alone: no `initialize`, no `Mcp-Session-Id`, and the SDK serves each request on
 a fresh connection object whose outbound channel is one shared "no channel" sentinel, so every discover-mode
 HTTP client had the same session key: they read each other's temporary_scratchpad and
-get_recent_context(session_only) mixed them (issue 12 item 2).
+get_recent_context(session_only) mixed them.
 
 Each discover-era request is given a client identity here: the `contextgraph_client` cookie it presents, or a
 new random one (128 bits) that the response sets as that cookie. HTTP clients that keep cookies (the `mcp`

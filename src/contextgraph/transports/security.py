@@ -1,4 +1,4 @@
-"""What keeps the network transports safe (issue 6, item 4):
+"""What keeps the network transports safe:
 
 * **bind**: loopback by default; a non-loopback bind is refused unless a bearer token is configured.
 * **token**: with a token, every HTTP request carries `Authorization: Bearer TOKEN` (else 401, for every

@@ -4,7 +4,7 @@ The same session loop as every TCP connection (relay.serve_lines: drain on EOF, 
 envelope checks) over the process's own descriptors. Not the SDK's stdio_server, for two reasons:
 
 * it reads stdin in a worker thread blocked in readline, which no cancellation can interrupt: Ctrl-C never
-  stopped the server and SIGTERM had to kill it, unsaved (issue 12 item 6). Here stdin is read only when the
+  stopped the server and SIGTERM had to kill it, unsaved. Here stdin is read only when the
   event loop reports it readable, so the CLI's signal handler cancels the read at once and the App closes.
 * it buffers a line of any length (a 50 MB line was parsed); here a line is capped by
   `transport.max_message_bytes`, the limit TCP lines and HTTP bodies already have.

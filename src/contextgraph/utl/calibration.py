@@ -1,5 +1,5 @@
 """The local novelty statistic of a memory against its nearest stored neighbours in one space, and the logistic
-calibration that maps it to ΔS ∈ [0, 1] from the store's own leave-one-out sample (issue 11): a memory as novel
+calibration that maps it to ΔS ∈ [0, 1] from the store's own leave-one-out sample (docs/utl.md): a memory as novel
 as the store's typical memory scores 0.5, an exact duplicate ~0, one unlike anything stored → 1. Pure numpy."""
 
 from __future__ import annotations

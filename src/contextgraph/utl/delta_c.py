@@ -1,8 +1,8 @@
-"""Coherence ΔC (SPEC §8): ΔC = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency, each in [0, 1].
+"""Coherence ΔC (docs/utl.md#coherence): ΔC = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency, each in [0, 1].
 
     Connectivity  how far the memory's nearest neighbours stand above the similarity of unrelated memories
                   (`graded_connectivity`; `connectivity`: the mean similarity above a fixed threshold)
-    ClusterFit    a silhouette against the clusters of the stored memories (issue 11), mapped to [0, 1] as
+    ClusterFit    a silhouette against the clusters of the stored memories, mapped to [0, 1] as
                   (s + 1)/2: the memory joins the cluster it is closest to (mean distance a to that cluster's
                   prototype members), and s = (b − a)/max(a, b) with b that cluster's own separation — the mean,
                   over its members, of their mean distance to the nearest other cluster (`separations`). A
@@ -14,7 +14,7 @@
                   spread of values in [0, 1] is at most ¼): the history's variance plus how far this memory's
                   coherence lies from the recent mean (`consistency`)
 
-ClusterFit is required, never dropped (SPEC §8). Where it is undefined — fewer than two clusters, no prototype
+ClusterFit is required, never dropped (docs/utl.md). Where it is undefined — fewer than two clusters, no prototype
 to compare with (an empty store, a handful of memories) — it is 0.5, the silhouette's "on the border" value, so
 it neither rewards nor punishes what cannot be judged yet.
 """
@@ -98,7 +98,7 @@ def consistency(history: Sequence[float], current: float | None = None) -> float
     """How consistent coherence is with the recent history, scaled so the largest spread of values in [0, 1]
     (a variance of ¼) maps to 0:
 
-        no `current`:  1 − 4·variance of the recent coherence values (SPEC §8)
+        no `current`:  1 − 4·variance of the recent coherence values
         `current`:     1 − 4·mean (hⱼ − current)² = 1 − 4·(variance + (mean − current)²): the same spread,
                        measured around this operation's own coherence, so a memory that coheres unlike the
                        recent ones (an unrelated text in a focused session, a duplicate in a scattered one) is

@@ -1,6 +1,6 @@
-"""Surprise ΔS (SPEC §8): per embedding space i, ΔSᵢ ∈ [0, 1] is the novelty of a memory against what is stored.
+"""Surprise ΔS (docs/utl.md): per embedding space i, ΔSᵢ ∈ [0, 1] is the novelty of a memory against what is stored.
 
-Every content space scores in two steps (issue 11):
+Every content space scores in two steps:
 
 1. A raw *local* statistic g ∈ [0, 1] in the space's own measure, against the memory's nearest stored
    neighbours (the memory itself never among them): `local_statistic` = √(d₁ · d̄ₖ), the geometric mean of the

@@ -1,4 +1,4 @@
-"""Johari classification (SPEC §8): where a memory (or the whole session) sits between novelty ΔS and
+"""Johari classification (docs/utl.md): where a memory (or the whole session) sits between novelty ΔS and
 coherence ΔC.
 
     Open    ΔS < θ, ΔC > θ   known and integrated   → direct_recall

@@ -1,10 +1,10 @@
-"""The multi-space learning score and the lifecycle weights (SPEC §8).
+"""The multi-space learning score and the lifecycle weights (docs/utl.md#learning-score).
 
     L = sigmoid(gain · (Σᵢ τᵢ λ_S ΔSᵢ) · (Σⱼ τⱼ λ_C ΔCⱼ) · wₑ · cos φ)
 
 τ the per-space teleological weights (normalised to sum 1; uniform until a teleological profile exists),
 λ_S/λ_C the lifecycle weights, wₑ = 0.5 + importance ∈ [0.5, 1.5] the emotional weight, and φ ∈ [0, π] the
-memory's own phase spread (SPEC D19): the circular spread √(−2 ln r_m) of its 13 binding phases
+memory's own phase spread (docs/decisions.md#d19): the circular spread √(−2 ln r_m) of its 13 binding phases
 θᵢ = π(1 − aᵢ), aᵢ its agreement with its context in space i (`binding_phase_spread`). A memory whose spaces
 agree (all familiar, or all new) has φ ≈ 0; one that some spaces know and others do not has a large φ, and
 cos φ discounts what it teaches.

@@ -1,4 +1,4 @@
-"""Meta-cognition (SPEC §9): how well the engine predicts what an operation will teach.
+"""Meta-cognition (docs/engine.md#meta-cognition): how well the engine predicts what an operation will teach.
 
     MetaScore = sigmoid(2 · (L_predicted − L_actual))
 

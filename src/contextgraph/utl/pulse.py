@@ -1,4 +1,4 @@
-"""The cognitive pulse (SPEC §4, §8): a pure function of the engine's cached state and the clock.
+"""The cognitive pulse (docs/utl.md#the-pulse): a pure function of the engine's cached state and the clock.
 
 The base suggestion follows the Johari quadrant of the session's entropy and coherence. Two timers override it:
 entropy above its threshold for `high_entropy_seconds` suggests `trigger_dream` (consolidate what piled up), and
@@ -28,7 +28,7 @@ class PulseRules:
 
     @classmethod
     def from_constitution(cls, c: Any, tools: Collection[str] | None = None) -> PulseRules:
-        """The rules with every action resolved against `tools`, the registered tool names (SPEC D16: the pulse
+        """The rules with every action resolved against `tools`, the registered tool names (docs/utl.md: the pulse
         names only a tool that exists); None keeps the ideal names (kernel tests without a registry)."""
         stand_ins = c.get("pulse.action_stand_ins")
 

@@ -1,4 +1,4 @@
-"""TransE novelty for E11 (SPEC §6, §8): is a memory's (head, relation, tail) triple what the store would
+"""TransE novelty for E11 (docs/utl.md#surprise): is a memory's (head, relation, tail) triple what the store would
 predict?
 
 TransE models a relation as a translation: h + r ≈ t for entity vectors h and t. The entity vectors here are

@@ -1,4 +1,4 @@
-"""homeostatic_status (seed 001 REQ-MCP-P2-001, SPEC §10, issue 18): the importance distribution and the
+"""homeostatic_status: the importance distribution and the
 multiplicative scaling that would bring its mean back to the set point (synaptic scaling), semantic-cancer
 detections (importance > 0.9 and neighbour entropy > 0.8) and the quarantine list (memories the store-time
 adversarial screen flagged). Read-only: it reports and recommends; boost_importance and forget_concept act.
@@ -61,7 +61,7 @@ class Homeostasis:
                                                        "delta": -min(0.5, round(record.importance - cut, 4)),
                                                        "why": f"importance {record.importance} on a memory unlike "
                                                               f"its neighbours: cut it by {int(self.cancer_cut * 100)}"
-                                                              " % (SPEC §10)"}})
+                                                              " %"}})
             doc = store.get_document(QUARANTINE_DOC) or {"memories": []}
             quarantine = []
             for entry in doc["memories"]:

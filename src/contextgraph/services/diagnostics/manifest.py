@@ -1,4 +1,4 @@
-"""get_graph_manifest: the five layers of the system (seed 004) with their live status, the embedder table as it
+"""get_graph_manifest: the five layers of the system with their live status, the embedder table as it
 actually runs, and the size of every index. Everything here is read from the running objects."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""test_recall_accuracy and debug_compare_retrieval (seed 001 REQ-MCP-P2-003/004, issue 18): the live five-stage
+"""test_recall_accuracy and debug_compare_retrieval (docs/retrieval.md): the live five-stage
 pipeline (services.search, built exactly as search_graph builds it) beside each space's own ranking.
 
 A space "alone" is its own index's nearest memories over the whole store (E6/E13 BM25 with the pipeline's k1/b;

@@ -1,4 +1,4 @@
-"""reload_manifest (SPEC D20, seed 001 REQ-MCP-P2-006): the user manifest and the runtime settings.
+"""reload_manifest (docs/decisions.md#d20): the user manifest and the runtime settings.
 
 The user manifest is a markdown file in the data directory (`manifest.md`; the tool's `path` overrides): the
 user's standing instructions, domains and preferences, in three sections:

@@ -1,4 +1,4 @@
-"""Dream consolidation (SPEC §10): a background task that replays (NREM) and explores (REM), never blocking a
+"""Dream consolidation (docs/engine.md): a background task that replays (NREM) and explores (REM), never blocking a
 tool call, woken within 100 ms by any memory operation or abort_dream.
 
     Awake ─trigger─▶ NREM (nrem_seconds) ─▶ REM (rem_seconds) ─▶ Waking ─▶ Awake

@@ -1,4 +1,4 @@
-"""Amortized shortcuts (SPEC §10): how often each multi-hop graph path was traversed, and which became edges.
+"""Amortized shortcuts (docs/engine.md): how often each multi-hop graph path was traversed, and which became edges.
 
 find_causal_path, get_neighborhood and the dream's walks report the paths they traverse; each traversal counts
 once for every sub-path of at least `min_hops` hops (graph.dream.sub_paths). A path traversed `min_traversals`

@@ -1,4 +1,4 @@
-"""How busy the server is, for the dream engine (SPEC §10 triggers, §11 wake < 100 ms).
+"""How busy the server is, for the dream engine (docs/engine.md#triggers; wake < 100 ms).
 
 The dispatcher wraps every tool call in `running(tool)`: the calls in flight are counted (an automatic dream
 never starts while one runs), and a memory operation (constitution dream.wake_tools: store, search, curation)

@@ -1,4 +1,4 @@
-"""Adaptive thresholds (ATC, SPEC §10): every threshold the engine decides with, per domain, within its bounds.
+"""Adaptive thresholds (ATC, docs/engine.md): every threshold the engine decides with, per domain, within its bounds.
 
 `value(name, domain)` is what the engine reads (θ_dup in get_memetic_status, θ_kur as the workspace's entry
 threshold, the Johari boundary); `subscribe` pushes the General value to a consumer that caches it. Outcomes

@@ -1,19 +1,19 @@
 """The engine state behind every `_cognitive_pulse`: one object, one lock, read in microseconds.
 
 Entropy and coherence are exponentially weighted averages of the per-space ΔS and ΔC of recent memory
-operations (SPEC §8). Before any operation the state is that of an empty store: ΔS = 1 in every space
+operations (docs/utl.md#the-pulse). Before any operation the state is that of an empty store: ΔS = 1 in every space
 (everything is novel) and ΔC = 0 (nothing to cohere with), which the Johari rule calls Blind. The global
 workspace is empty from start-up, so after `empty_workspace_seconds` the pulse suggests `epistemic_action`.
 
 The memory core calls `record()` for each inject; each record also nudges the Kuramoto network
 (services.gwt.OscillatorNetwork, owned here) and scores how well the engine's running learning score predicted
 that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the network's live phase spread φ,
-which advances the oscillators lazily (a few steps at most). The workspace (a later issue) calls
+which advances the oscillators lazily (a few steps at most). The workspace calls
 `workspace_occupied()`. Each record also scores the prediction (MetaScore, utl.meta) and moves the SELF_EGO_NODE:
 its purpose vector joins the trajectory and identity continuity is recomputed (gwt.ego). Requests for
 other subsystems (a dream, an acetylcholine rise) go to the `request_listeners` and are kept in `requests`.
 
-Learning score and meta-cognition (SPEC D19, issue 11): a memory operation that brings its own learning score L
+Learning score and meta-cognition (docs/decisions.md#d19): a memory operation that brings its own learning score L
 and the engine's prediction L̂ (services.delta_sc: L̂ from E1 alone, before the other spaces were scored) is
 scored on those — MetaScore = sigmoid(2(L̂ − L)), meta_accuracy = 1 − mean |L̂ − L| — and the pulse's learning
 score is the exponentially weighted average of the operations' own L. An operation without them (older callers)
@@ -350,7 +350,7 @@ def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
         "consolidation_phase": cognition.consolidation_phase(),
         "method": "entropy and coherence are EWMAs of the per-space ΔS and ΔC of recent memory operations; the "
                   "learning score is the EWMA of each operation's own L = sigmoid(2·ΣτλSΔS·ΣτλCΔC·wₑ·cos φ), φ the "
-                  "memory's binding phase spread (SPEC D19); before any such operation, that formula on the "
+                  "memory's binding phase spread (docs/utl.md); before any such operation, that formula on the "
                   "averages with the network's phase spread",
     }
 

@@ -1,4 +1,4 @@
-"""ΔS and ΔC of one fingerprint against the store (SPEC §8, issue 11): the numbers behind inject_context's UTL
+"""ΔS and ΔC of one fingerprint against the store (docs/utl.md): the numbers behind inject_context's UTL
 block, compute_delta_sc, get_johari_classification and the pulse.
 
 Per space i the memory's neighbourhood comes from that space's own index (E12, which has none, borrows E1's
@@ -22,7 +22,7 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
                        from every cluster < 0.5
          Consistency   1 − 4·mean squared difference of the engine's recent per-operation coherence from this
                        operation's own (its coherence with full consistency)
-    L    = sigmoid(2·Στλ_S ΔS · Στλ_C ΔC · wₑ · cos φ) with φ the memory's own binding spread (SPEC D19): its
+    L    = sigmoid(2·Στλ_S ΔS · Στλ_C ΔC · wₑ · cos φ) with φ the memory's own binding spread (docs/utl.md): its
          13 phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated familiarity), τ
          uniform until a teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
     L̂    the engine's prediction before the other spaces are scored: the same formula from E1 alone (ΔS₁, ΔC₁ in

@@ -6,7 +6,7 @@ index_neighbours  every indexed space's own index (E12, which has none, borrows 
                   are the longest and their idf the smallest: the neighbourhood's cost at 10K), unless that
                   leaves fewer than `want` hits (a small store, where every term is that common)
 rank_within       a pool the caller already holds, ranked per space by the space's own similarity (as the caller
-                  measured it, when it did). search_graph scores its query's UTL for the pulse (SPEC D16) against
+                  measured it, when it did). search_graph scores its query's UTL for the pulse (docs/utl.md) against
                   the memories it answers with, so the index searches and the neighbourhood read (most of the
                   UTL's cost) are skipped, and ΔS/ΔC say how novel the query is against its answer and how
                   coherent that answer is around it; retrieval has measured their similarities to the query

@@ -1,4 +1,4 @@
-"""The Kuramoto network's live state (SPEC §9): 13 phases, the coupling K and the time of the last read.
+"""The Kuramoto network's live state (docs/engine.md): 13 phases, the coupling K and the time of the last read.
 
 Nothing ticks in the background: every read integrates the time elapsed since the previous one (bounded, see
 gwt.kuramoto.advance), so an idle server burns no CPU and a busy one pays ~10 µs per 10 ms of dynamics. Memory
@@ -131,7 +131,7 @@ def kuramoto_sync(network: OscillatorNetwork) -> dict[str, Any]:
         "natural_freqs_hz": list(network.frequencies_hz),
         "phase_spread": round(kur.phase_spread(snap.r), 6),
         "steps_integrated": snap.steps,
-        "units": {"phases": "rad", "natural_freqs": "rad/s: Hz normalised to a mean of 1 rad/s (SPEC D13)"},
+        "units": {"phases": "rad", "natural_freqs": "rad/s: Hz normalised to a mean of 1 rad/s (docs/engine.md)"},
     }
 
 

@@ -1,4 +1,4 @@
-"""The engine's history (issue 20): a bounded record of how the engine moved and how busy it was, persisted
+"""The engine's history: a bounded record of how the engine moved and how busy it was, persisted
 with the engine state so a restart keeps the curve.
 
 Two bounded series, both fed from the one dispatcher (every tool call, whichever transport or the dashboard

@@ -1,4 +1,4 @@
-"""Meta-UTL (SPEC §10): the engine learns its own λ from how well it predicts what an operation teaches.
+"""Meta-UTL (docs/engine.md#meta-utl): the engine learns its own λ from how well it predicts what an operation teaches.
 
 Every stored memory brings its learning score L and the engine's prediction L̂ (services.delta_sc: L̂ from E1
 alone, before the other spaces are scored), both at the λ this service served. An error |L − L̂| above the

@@ -1,4 +1,4 @@
-"""The four neuromodulators' live levels (SPEC §10), what moves them, and what they set.
+"""The four neuromodulators' live levels (docs/engine.md#neuromodulators), what moves them, and what they set.
 
     dopamine       → retrieval sharpness β (score exponent β/β₀ on the fused scores)
     serotonin      → space weights in fusion (weight exponent 1 − 2(s − s₀))
@@ -110,7 +110,7 @@ class NeuromodulationService:
         return self._move(name, delta, source)
 
     def workspace_enter(self, memory_id: str) -> str:
-        """A memory entered the workspace (SPEC §9): dopamine +dopamine_on_enter. Returns what was applied."""
+        """A memory entered the workspace (docs/engine.md): dopamine +dopamine_on_enter. Returns what was applied."""
         change = self._move("dopamine", self.on_enter, f"workspace enter {memory_id}")
         return f"{change['applied']:+.4g} applied (dopamine {change['old']:.4g} → {change['new']:.4g})"
 

@@ -1,4 +1,4 @@
-"""The global workspace's live state (SPEC §9): which memory holds attention, its broadcast, and what happened.
+"""The global workspace's live state (docs/engine.md): which memory holds attention, its broadcast, and what happened.
 
 Every search and inject hands its results here with their per-space agreement with the query (or the injected
 memory): that fingerprint becomes the *context*, each result a candidate with r_m = the binding of its 13

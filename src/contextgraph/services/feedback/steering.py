@@ -1,4 +1,4 @@
-"""Steering (SPEC §10): a reward in [−1, 1] for every stored memory, from three judges, fed to dopamine.
+"""Steering (docs/engine.md#steering): a reward in [−1, 1] for every stored memory, from three judges, fed to dopamine.
 
     Gardener  graph health around the store: orphans among the newest memories, edges per memory against a
               target, the share of tombstoned memories. g = 1 − 2·min(1, 0.5·orphans + 0.3·sparsity + 0.2·tombs)

@@ -1,4 +1,4 @@
-"""compute_delta_sc (seed 003): what updating a stored vertex would do to entropy and coherence.
+"""compute_delta_sc (docs/utl.md): what updating a stored vertex would do to entropy and coherence.
 
 The vertex's new version (a fingerprint the caller supplies, or content embedded here) and its old version (the
 stored fingerprint unless the caller supplies one) are each scored against the store with the vertex itself

@@ -1,4 +1,4 @@
-"""omni_infer and query_causal (SPEC §10, seed 004, issue 18): causal inference over stored Causal edges and the E5
+"""omni_infer and query_causal (docs/engine.md#causal-inference): causal inference over stored Causal edges and the E5
 asymmetric space. The neighbourhood comes from services.causal_graph, the chains from graph.causal.
 
     forward        does `source` lead to `target`?            best chain source → … → target

@@ -1,4 +1,4 @@
-"""critique_context (seed 001 REQ-MCP-P1-007, issue 18): checks the most recent memories, against each other and
+"""critique_context: checks the most recent memories, against each other and
 their nearest stored memories, and says what to do about each finding.
 
     conflicts       the same topic or entities (E1 cosine ≥ conflict_min_e1, or E11 entity cosine ≥

@@ -1,11 +1,11 @@
-"""epistemic_action (seed 001 REQ-MCP-P0-001): the question the agent should ask the user now.
+"""epistemic_action: the question the agent should ask the user now.
 
 Focal memories are the least coherent of the most recent ones: each one's E1 coherence
 ΔC = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency against its own neighbourhood (as in services.delta_sc,
 E1 only, so the window stays cheap). The question is about the least coherent one (naming the others as also
 unclear) and asks about the aspect of the space with the highest entropy in the engine's running average (what
 the recent operations understood least). With fewer than `min_memories` memories there is nothing to focus on
-and the generic question of EC-MCP-003 is returned.
+and the generic question about the user's domain and goals is returned.
 
 expected_entropy_reduction is an estimate, and says so: one operation moves the entropy average by α (the
 pulse's EWMA weight) toward its own ΔS, and an answer that integrates focal memories of mean coherence c̄ is

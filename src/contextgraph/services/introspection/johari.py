@@ -1,4 +1,4 @@
-"""Per-memory Johari classification (seed 001 P1-012): where one stored memory sits, space by space.
+"""Per-memory Johari classification (docs/utl.md#johari-quadrants): where one stored memory sits, space by space.
 
 The memory's fingerprint is scored against the store with itself excluded by the same computation as
 inject_context and compute_delta_sc (services.delta_sc): per space, ΔSᵢ by the space's method and

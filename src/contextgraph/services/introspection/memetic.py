@@ -1,4 +1,4 @@
-"""get_memetic_status (seed 004): the whole system at a glance, every number read from the store and the engine.
+"""get_memetic_status: the whole system at a glance, every number read from the store and the engine.
 
 Curation tasks are looked for among the `curation_window` most recent memories, so the call stays cheap at any
 store size (a full scan would grow with the store): duplicates are Semantic edges whose weight (E1 cosine at

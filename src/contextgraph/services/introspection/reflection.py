@@ -1,4 +1,4 @@
-"""reflect_on_memory and generate_search_plan (seed 001 REQ-MCP-P1-005/006, issue 18).
+"""reflect_on_memory and generate_search_plan.
 
 reflect_on_memory orders tools for a goal from what the goal asks (intents read from its words), what the system
 says now (the pulse's suggested action, an empty store, curation waiting, no north star yet) and the registry's

@@ -1,6 +1,6 @@
-"""check_adversarial (seed 001 REQ-MCP-P2-002, SPEC §10, issue 18) and the store-time screen.
+"""check_adversarial and the store-time screen (docs/tools.md#security).
 
-    prompt_injection   SPEC §10's patterns and their hidden variants (security.injection)
+    prompt_injection   the injection patterns and their hidden variants (security.injection)
     embedding_outlier  the content's E1 distance to its nearest stored memory as a z-score against the same
                        distance of a sample of stored memories to theirs; beyond outlier_sigma (3) it is an
                        outlier. Fewer than outlier_min_memories (50): "insufficient data", never a flag

@@ -48,7 +48,7 @@ class AutoEdgeRules:
         if not links:
             return ()
         seqs = [record.seq for record in (store.get(memory_id) for memory_id in links) if record is not None]
-        # Until typed edges carry weights (curation issue), a link_to edge weighs 1.
+        # A link_to edge weighs 1.
         return tuple((1.0, np.asarray(fp[1])) for fp in store.fingerprints(seqs, spaces=[1]) if fp is not None)
 
     def graph_context(self, store: MemoryStore, links: Sequence[str], similar: Sequence[tuple[str, float]],

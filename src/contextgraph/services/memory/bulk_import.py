@@ -1,4 +1,4 @@
-"""Bulk import and export of memories (issue 19.6): the use-case behind `contextgraph import FILE.jsonl` and
+"""Bulk import and export of memories: the use-case behind `contextgraph import FILE.jsonl` and
 `contextgraph export`. Lines arrive validated (shell.bulk holds them to store_memory's argument model); here a
 batch of them goes through store_memory's own pipeline (services.memory.store_pipeline), batched, with three
 differences that are the point:

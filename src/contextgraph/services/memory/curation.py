@@ -1,4 +1,4 @@
-"""Curation use-cases (seed 001 §3.2): forget (tombstone with 30-day undo), restore, annotate, boost, merge.
+"""Curation use-cases (docs/tools.md#curation): forget (tombstone with 30-day undo), restore, annotate, boost, merge.
 
 Every operation is ONE LMDB write transaction run on the writer thread (GraphTxn): the record, fingerprint,
 edge, tombstone, reversal and lineage changes of one call commit together or not at all, so a crash leaves the
@@ -255,7 +255,7 @@ class CurationService:
         record = storage.store.graph_read(lambda g: self._require(g, node_id))
         entropy = await self.neighbour_entropy(record)
         projected = min(1.0, max(0.0, record.importance + delta))
-        # SPEC §10: a node made dominant while unlike its neighbourhood is semantic cancer; lowering is always fine
+        # docs/tools.md: a node made dominant while unlike its neighbourhood is semantic cancer; lowering is always fine
         if delta > 0 and projected > self.cancer_importance and entropy > self.cancer_entropy:
             raise SemanticCancerDetected(
                 f"Raising {node_id} to importance {projected:.2f} would make an isolated memory dominant: its "
@@ -373,7 +373,7 @@ class CurationService:
                 self.observe_outcome("theta_dup", domain, float(unit[i] @ unit[j]), outcome, source)
 
     async def _link(self, ids: list[str], min_cos: float, rationale: str, now: float) -> dict[str, Any]:
-        """force_merge over incompatible priors (EC-MCP-001): keep both nodes, join them with Relational edges."""
+        """force_merge over incompatible priors (docs/tools.md): keep both nodes, join them with Relational edges."""
         pairs = [(ids[i], ids[i + 1]) for i in range(len(ids) - 1)]
         op = {"op": "link", "ids": ids, "edges": [[s, t, "Relational"] for s, t in pairs], "at": now}
         h = reversal_hash(op)

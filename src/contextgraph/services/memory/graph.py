@@ -1,4 +1,4 @@
-"""Graph navigation and lookup (seed 001 §3.3, P1-003, P1-008, P1-011, P2-005): neighbourhoods, recent context,
+"""Graph navigation and lookup: neighbourhoods, recent context,
 causal paths, entailment cones, lineage, citations and tombstones. Read-only: each call reads one consistent LMDB
 snapshot in a worker thread; the path math is in graph.kernels, the cone math in graph.hyperbolic."""
 

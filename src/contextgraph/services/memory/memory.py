@@ -56,7 +56,7 @@ class MemoryService:
         self.pipeline = StorePipeline(handle, perception, self.edge_rules, flag_score, teleology, self.listeners)
 
     async def store(self, new: NewMemory) -> Stored:
-        # The UTL of every stored memory moves the pulse (SPEC D16), not only inject_context's: ~15-27 ms at 10K
+        # The UTL of every stored memory moves the pulse (docs/utl.md), not only inject_context's: ~15-27 ms at 10K
         stored, _fingerprint, _utl = await self._store_one(new)
         return stored
 

@@ -1,17 +1,17 @@
-"""The five-stage retrieval of SPEC §7, over the store, the per-space indexes and the embedders' own measures.
+"""The five-stage retrieval (docs/retrieval.md), over the store, the per-space indexes and the embedders' own measures.
 
     S1  sparse pre-filter: top hits of the E13 and E6 inverted indexes
     S2  dense ANN: top hits of the E1 HNSW index
     S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2, weighted per
         query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
-        without E1's duplicate votes (E8/E10 where they rank like E1, SPEC D15), plus score-level fusion of the
+        without E1's duplicate votes (E8/E10 where they rank like E1, docs/retrieval.md), plus score-level fusion of the
         normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
     S4  purpose-alignment filter: once a north star exists (auto_bootstrap_north_star), candidates whose alignment
         to it (services.purpose.teleology.StarView) is below the threshold are dropped; a query can opt out. Without a
         star nothing is computed and the ranking is exactly S3 → S5
     S5  E12 MaxSim rerank of the fused head
 
-E6 and E13 are BM25-scored by their indexes (SPEC D21) with the settings' k1/b. Every number here is a
+E6 and E13 are BM25-scored by their indexes (docs/decisions.md#d21) with the settings' k1/b. Every number here is a
 `retrieval:` setting of constitution.yaml, chosen by benchmarks/bench_retrieval_corpora.py on tune halves.
 
 Every stage is timed, and each candidate's rank in every space is kept for diagnostics
@@ -125,7 +125,7 @@ class Retriever:
                  reference: Sequence[Fingerprint] | FingerprintColumns = (),
                  purpose: StarAlignment | None = None) -> None:
         """`reference`: a uniform sample of stored fingerprints (services.delta_sc: the store model's), what
-        the found memories' agreement with the query is normalised against (SPEC §9 binding)."""
+        the found memories' agreement with the query is normalised against (docs/engine.md#binding)."""
         self.store = store
         self.indexes = indexes
         self.embedders = {e.space: e for e in embedders}

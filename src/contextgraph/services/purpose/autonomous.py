@@ -1,4 +1,4 @@
-"""The autonomous north star (SPEC §10 Autonomous, seed 004): bootstrap, drift, drift correction and the status.
+"""The autonomous north star (docs/engine.md): bootstrap, drift, drift correction and the status.
 
 The north star emerges from the store: k-means over E1 (services.autonomous_scan), the dominant (largest)
 cluster's centroid in every space (teleology.star) is the star, kept with its provenance (its members, when,

@@ -1,4 +1,4 @@
-"""Autonomous memory hygiene (SPEC §10 Autonomous): pruning candidates, consolidation and sub-goals.
+"""Autonomous memory hygiene (docs/engine.md): pruning candidates, consolidation and sub-goals.
 
 Nothing here changes a memory except `consolidate(execute=True)`, and that only through the curation service's
 merge (one transaction per merge, a reversal hash each, lineage on every node): restore_from_hash undoes it.

@@ -1,4 +1,4 @@
-"""The purpose services (SPEC §10 Teleological, Autonomous) as one bundle for the container: the north star and
+"""The purpose services (docs/engine.md#purpose-and-the-north-star) as one bundle for the container: the north star and
 purpose vectors, profiles/synergy/fusion, teleological search, and the autonomous services."""
 
 from __future__ import annotations

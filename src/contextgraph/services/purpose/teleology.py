@@ -1,4 +1,4 @@
-"""The north star and purpose vectors (SPEC §10 Teleological): where they live, who reads them.
+"""The north star and purpose vectors (docs/engine.md#purpose-and-the-north-star): where they live, who reads them.
 
 State (one JSON document, `teleology`, beside the memories; each star's fingerprint and provenance in a document
 of its own, `teleology/star/<id>`, so the status tools read a small document and nothing else):
@@ -11,7 +11,7 @@ Purpose vectors are stored per memory in its record (`extra.purpose` = {star, pv
 memory in the same transaction (MemoryService calls `record_extra`), and recomputed in the background, in
 batches through the writer, when the star changes; a record whose PV belongs to another star is recomputed on
 the fly wherever it is read. Stage 4 reads the star through `star_view()` and the threshold through
-`alignment_threshold()` (one function: the self-calibration issue swaps its source).
+`alignment_threshold()` (one function: app.py points its source at ATC's θ_warn).
 """
 
 from __future__ import annotations
@@ -101,7 +101,6 @@ class TeleologyService:
         self.weights = weight_vector({int(k): float(v) for k, v in t["alignment_weights"].items()})
         self.batch = int(t["recompute_batch"])
         self.history_max = int(t["operations_history"])
-        # stage 4's threshold; the self-calibration (ATC) issue replaces this source with its adaptive one
         # stage 4's alignment floor: ATC's learned θ_warn when given, the constitution's prior otherwise
         prior = float(constitution["retrieval"]["alignment_floor"])
         self.threshold_source: Callable[[], float] = threshold_source or (lambda: prior)
@@ -226,7 +225,7 @@ class TeleologyService:
         return {"purpose": purpose_doc(star_id, pv, a)}
 
     def observe(self, pv: np.ndarray) -> None:
-        """The ego's purpose vector is the mean PV of recent memories (SPEC §9)."""
+        """The ego's purpose vector is the mean PV of recent memories (docs/engine.md#consciousness)."""
         with self._lock:
             self._recent.append(np.asarray(pv, dtype=np.float64))
             mean = np.mean(np.stack(list(self._recent)), axis=0)

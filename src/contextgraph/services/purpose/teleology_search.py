@@ -1,6 +1,6 @@
 """compute_teleological_vector and search_teleological: a content's (or a memory's) purpose vector, its 78
 cross-correlations and 6 group alignments, an optional Tucker/HOSVD of its neighbourhood, and a search of the
-store by purpose (seed 004 strategies)."""
+store by purpose (its strategies)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""E8 (graph) refreshed when a memory's edges change (SPEC §6, issue 11.7).
+"""E8 (graph) refreshed when a memory's edges change (docs/spaces.md#e8-graph).
 
 E8 is one message-passing round: the memory's own E1 mixed with the edge-weighted mean of its neighbours' E1
 (embedders.e08_graph.mix). At store time the only neighbours known are the ones named in link_to; the automatic
 Semantic and Causal edges, curation's merges and links, and a forgotten neighbour all change the neighbourhood
 afterwards. Every such change queues the memories at both ends here; the queue is drained in the background, a
-batch at a time, on the store's one writer thread (ARCHITECTURE rule 6), each batch recomputed from the current
+batch at a time, on the store's one writer thread (docs/architecture.md), each batch recomputed from the current
 edges and stored E1 vectors and written with MemoryStore.rewrite_spaces: one transaction per batch that replaces
 E8 alone and logs a rewrite entry, so every process's E8 index re-indexes it on its next catch-up. A crash
 mid-batch leaves every fingerprint of the batch as it was.

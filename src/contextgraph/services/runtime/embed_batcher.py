@@ -3,7 +3,7 @@
 Natural batching, no timer by default: a request that finds the batcher idle runs at once (a lone client is not
 slowed), and requests that arrive while a batch runs queue up; when it ends, the first of them is handed the lead
 and runs all that queued (up to `max_batch` requests) as the next batch. Only one batch runs at a time, under the
-`limiter` it is given (Perception.cpu: two forwards at once only contend on two cores, MEASUREMENTS).
+`limiter` it is given (Perception.cpu: two forwards at once only contend on two cores, docs/budgets.md).
 
 Coordination lives on the event loop (no locks): the queue and the lead are touched only there; the batch itself
 runs in a worker thread. Each caller gets exactly its own fingerprints (and triples). A batch that fails is

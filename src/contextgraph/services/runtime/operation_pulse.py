@@ -1,4 +1,4 @@
-"""Every memory operation moves the pulse (SPEC D16), not only the ones that store.
+"""Every memory operation moves the pulse (docs/decisions.md#d16), not only the ones that store.
 
 The pulse's entropy and coherence are running averages of the aggregate ΔS and ΔC of recent operations
 (CognitiveState.record). An operation contributes the UTL (services.delta_sc, the engine's one calibrated

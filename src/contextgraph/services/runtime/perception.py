@@ -3,7 +3,7 @@ makes for memories about to be stored, for queries and for what-if texts.
 
 The transformer takes seconds to load, so it loads on its own thread after start-up (initialize and tools/list
 answer at once); callers that need it wait, up to `memory.model_wait_seconds`. One forward pass at a time
-(`cpu`, MEASUREMENTS: two at once only contend on two cores); the embedding requests of concurrent calls share
+(`cpu`: two at once only contend on two cores, docs/budgets.md); the embedding requests of concurrent calls share
 one forward (`fingerprints`, services.embed_batcher). Reads (retrieval, a store's neighbours and UTL) run beside
 it, up to `concurrency.read_threads` at once (`reads`). With `concurrency.parallel: false` both are the one
 `cpu` limiter and batches hold one request: the serial server of before, for benchmarks' before/after.

@@ -1,7 +1,7 @@
 """The opened store of one data directory, behind one `await ready()`.
 
 Owns the store (source of truth: LMDB in the data directory by default, or PostgreSQL for a postgresql:// store
-URL, SPEC D18), the per-space indexes (LMDB: caches that catch up from the store's operation log before every
+URL, docs/storage.md), the per-space indexes (LMDB: caches that catch up from the store's operation log before every
 search, so a second server process's writes are seen; PostgreSQL: the database's own HNSW and postings), the
 one writer thread, the fitted UTL models over the store's contents, and the cognitive engine's saved state
 (loaded with the store, saved beside it). Every service reaches storage through this handle and sees only the

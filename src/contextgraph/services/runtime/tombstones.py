@@ -1,4 +1,4 @@
-"""The end of the recovery window (SPEC §10): a forgotten or merged-away memory's tombstone keeps its exact
+"""The end of the recovery window (docs/tools.md): a forgotten or merged-away memory's tombstone keeps its exact
 record, fingerprint and edges for 30 days; after that it is deleted for good, with the memory's relation
 triples. The operation's reversal record shrinks to what a late restore_from_hash needs to say why it cannot
 (-32011 with the deletion time), and the lineage (which holds no content) stays.

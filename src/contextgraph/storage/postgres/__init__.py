@@ -1,4 +1,4 @@
-"""The PostgreSQL + pgvector backend (SPEC D18): the shared store for several servers on several hosts, behind
+"""The PostgreSQL + pgvector backend (docs/storage.md): the shared store for several servers on several hosts, behind
 the same protocols as LMDB (storage.base). Importing this package needs psycopg and pgvector; the LMDB default
 never imports it."""
 

@@ -1,5 +1,5 @@
 """The PostgreSQL backend's schema, in numbered migrations recorded in a version table, and the per-space vector
-tables, made when the first fingerprint shows their dimensions (SPEC D10: dimensions follow the configured model,
+tables, made when the first fingerprint shows their dimensions (docs/spaces.md: dimensions follow the configured model,
 so they cannot be fixed in a migration).
 
 Everything lives in the schema `contextgraph` (one store per database; `DROP SCHEMA contextgraph CASCADE` removes

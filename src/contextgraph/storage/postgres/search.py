@@ -9,7 +9,7 @@ Scores are the LMDB indexes' (cosine, dot, 1 − Hamming/bits, BM25), so the ret
 client-side exactly as with LMDB (its stage timings and per-space ranks are the same code). Fusion in SQL was
 measured (benchmarks/bench_postgres.py): an RRF of the nine dense spaces' HNSW lists in one statement beats
 nine queries fused in numpy (fewer round trips), but the Retriever does not fuse per-space ANN lists: it scores
-all 13 spaces on the union of three candidate queries, with E12's MaxSim (slower in SQL, issue 21) and BM25 on
+all 13 spaces on the union of three candidate queries, with E12's MaxSim (slower in SQL, benchmarks/README) and BM25 on
 live statistics; keeping that client-side keeps both backends' rankings the same code.
 
 Because the indexes live in the database, a write by any server is searchable when it commits: there is no

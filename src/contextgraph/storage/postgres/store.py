@@ -1,4 +1,4 @@
-"""base.MemoryStore on PostgreSQL with pgvector (SPEC D18): the source of truth for several servers on several
+"""base.MemoryStore on PostgreSQL with pgvector (docs/storage.md): the source of truth for several servers on several
 hosts. The schema is in schema.py; what a memory's searchable rows are, in vectors.py; the graph transaction, in
 graph.py; the search over them (candidate generation in SQL), in search.py.
 
