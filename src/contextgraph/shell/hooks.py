@@ -36,6 +36,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from contextgraph.constitution import constitution
+from contextgraph.shell.project_summary import describe
 
 if TYPE_CHECKING:
     from contextgraph.shell.call import Caller, CallResult
@@ -213,92 +214,10 @@ def project_name(event: dict[str, Any]) -> str:
 
 
 def project_query(event: dict[str, Any]) -> str:
-    """What the project is about, in words a memory about it would share: the README's title and first
-    paragraph, the git branch (unless it is main/master) and the latest commit subjects. The directory's name
-    when none of these exist."""
-    cwd = Path(str(event.get("cwd") or Path.cwd()))
+    """What the project is about (shell.project_summary), or the directory's name when nothing says."""
     tuning = _tuning()
-    root = _git_root(cwd)
-    parts = [*_readme_summary(cwd if _readme(cwd) or root is None else root)]
-    if root is not None:
-        branch = _git_branch(root)
-        if branch and branch not in ("main", "master", "trunk", "develop"):
-            parts.append(f"Branch {branch}.")
-        subjects = _recent_commits(root, int(tuning["recent_commits"]))
-        if subjects:
-            parts.append("Recent work: " + "; ".join(subjects) + ".")
-    query = " ".join(" ".join(parts).split())
-    limit = int(tuning["project_query_chars"])
-    return (query[:limit] if query else project_name(event))
-
-
-def _readme(directory: Path) -> Path | None:
-    for name in ("README.md", "README.rst", "README.txt", "README", "readme.md"):
-        if (directory / name).is_file():
-            return directory / name
-    return None
-
-
-_MARKUP = re.compile(r"!\[[^\]]*\]\([^)]*\)|\[([^\]]*)\]\([^)]*\)|[`*_<>]")
-
-
-def _readme_summary(directory: Path) -> list[str]:
-    """[title, first paragraph] of the README in `directory` (badges, images, HTML and code left out)."""
-    path = _readme(directory)
-    if path is None:
-        return []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(16384)
-    except OSError:
-        return []
-    title, paragraph, fenced = "", [], False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("```"):
-            fenced = not fenced
-            continue
-        if fenced or re.fullmatch(r"[=\-~#*]{3,}", line) or line.startswith(("<", "[![", "![", "..")):
-            continue
-        if not title:
-            if line:
-                title = line.lstrip("#").strip()
-            continue
-        if not line or line.startswith("#"):
-            if paragraph:
-                break
-            continue
-        paragraph.append(line)
-    clean = [_MARKUP.sub(lambda m: m.group(1) or "", part).strip() for part in (title, " ".join(paragraph))]
-    return [part[:300] for part in clean if part]  # room left for the commits (E1 reads ~500 characters)
-
-
-def _git_root(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
-
-
-def _git_branch(root: Path) -> str:
-    try:
-        head = (root / ".git" / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:  # a worktree or submodule (.git is a file): no branch in the query
-        return ""
-    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else ""
-
-
-def _recent_commits(root: Path, count: int) -> list[str]:
-    import subprocess
-
-    if count <= 0:
-        return []
-    try:
-        done = subprocess.run(["git", "-C", str(root), "log", f"-{count}", "--no-merges", "--format=%s"],
-                              capture_output=True, text=True, timeout=2, check=False)
-    except (OSError, subprocess.SubprocessError):  # no git, or too slow: the README is enough
-        return []
-    return [line.strip()[:120] for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
+    cwd = Path(str(event.get("cwd") or Path.cwd()))
+    return describe(cwd, int(tuning["recent_commits"]), int(tuning["project_query_chars"])) or project_name(event)
 
 
 def edit_memory(event: dict[str, Any], related_k: int) -> dict[str, Any]:

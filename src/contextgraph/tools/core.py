@@ -135,8 +135,8 @@ class UtlStatusArgs(Args):
 
 
 async def utl_status(ctx: ToolContext, args: UtlStatusArgs) -> dict[str, Any]:
-    storage = await ctx.services.storage.ready()
-    return utl_status_view(ctx.services.cognition, storage.store.count())
+    count = await ctx.services.storage.read(lambda store: store.count())
+    return utl_status_view(ctx.services.cognition, count)
 
 
 class MemeticArgs(Args):

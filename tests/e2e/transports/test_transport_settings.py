@@ -26,9 +26,9 @@ def test_environment_then_flags(tmp_path, monkeypatch):
     assert s.allowed_hosts == ("mem.example", "mem.example:8443")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    http = cli._settings(cli._parser().parse_args(["serve", "--transport", "http", "--port", "9100"]))
+    http = cli._settings(cli.build_parser().parse_args(["serve", "--transport", "http", "--port", "9100"]))
     assert (http.http_port, http.port) == (9100, 9001)  # --port names the chosen transport's port
-    tcp = cli._settings(cli._parser().parse_args(["serve", "--transport", "tcp", "--port", "9200", "--host",
+    tcp = cli._settings(cli.build_parser().parse_args(["serve", "--transport", "tcp", "--port", "9200", "--host",
                                                   "127.0.0.1", "--token", "flag"]))
     assert (tcp.port, tcp.http_port, tcp.host, tcp.token) == (9200, 9002, "127.0.0.1", "flag")
 

@@ -29,7 +29,7 @@ async def build_manifest(services: Services, tools_registered: int, tools_active
     else:
         embedders = [{"space": s.id, "name": s.name, "kind": s.kind, "dim": None, "method": None} for s in SPACES]
         layer = {"status": perception.model_status()}
-    count = storage.store.count()
+    count = await storage.read(lambda store: store.count())
     index_sizes = storage.indexes.sizes()
     return {
         "architecture": "Five layers: Perception turns text into a 13-space fingerprint; Memory keeps memories "

@@ -109,7 +109,7 @@ class RetrievalDiagnostics:
         retrieval: Retrieval = out["retrieval"]
         pipeline_ids = [f.record.id for f in retrieval.found]
         scores = recall_scores(pipeline_ids, expected)
-        live = {i for i in expected if self.storage.store.get(i) is not None}
+        live = await self.storage.read(lambda store: {i for i in expected if store.get(i) is not None})
         per_space = {}
         for space, (ranked, ms) in out["alone"].items():
             ids = [out["ids"][seq] for seq, _ in ranked if seq in out["ids"]]

@@ -31,7 +31,6 @@ import numpy as np
 
 from contextgraph.constitution import Constitution
 from contextgraph.errors import DreamError
-from contextgraph.graph.dream import recency_sample
 from contextgraph.log import get_logger
 from contextgraph.services.dreams import dream_phases as phases
 from contextgraph.services.dreams.shortcuts import ShortcutTracker
@@ -259,7 +258,7 @@ class DreamService:
         while time.monotonic() < deadline and pool:
             queued = self.workspace.drain_replay(batch)
             report["replay_queue_drained"] += len(queued)
-            picks = phases_sample(pool, batch - len(queued), self.recency_bias, int(self.nrem["recent_window"]),
+            picks = phases.recent_sample(pool, batch - len(queued), self.recency_bias, int(self.nrem["recent_window"]),
                                   self._rng)
             cues = list(dict.fromkeys(queued + picks))
             updates = await anyio.to_thread.run_sync(phases.plan_replay, store, cues, int(self.nrem["max_neighbours"]))
@@ -381,12 +380,6 @@ class DreamService:
     @property
     def needs_save(self) -> bool:
         return self.dirty or self.shortcuts.dirty
-
-
-def phases_sample(pool: list[str], k: int, bias: float, window: int, rng: np.random.Generator) -> list[str]:
-    if k <= 0:
-        return []
-    return [pool[i] for i in recency_sample(len(pool), k, bias, window, rng)]
 
 
 def _public(report: dict[str, Any] | None) -> dict[str, Any] | None:

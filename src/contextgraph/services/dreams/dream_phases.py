@@ -249,3 +249,10 @@ def _hop(g: GraphTxn, a: str, b: str) -> Edge | None:
     """The strongest edge between a and b (either direction, any type)."""
     found = [e for e in g.edges(a) if e.other(a) == b]
     return max(found, key=lambda e: e.weight) if found else None
+
+
+def recent_sample(pool: list[str], k: int, bias: float, window: int, rng: np.random.Generator) -> list[str]:
+    """`k` distinct ids of `pool` (newest first), each from its `window` newest with probability `bias`."""
+    if k <= 0:
+        return []
+    return [pool[i] for i in kernels.recency_sample(len(pool), k, bias, window, rng)]

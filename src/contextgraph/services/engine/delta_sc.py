@@ -56,12 +56,14 @@ from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, r
 from contextgraph.services.engine.delta_sc_result import DeltaSc, SpaceResult
 from contextgraph.services.engine.store_model import (
     EMPTY_MODEL,
-    Clusters,
     DeletionCount,
     RefitCache,
     StoreModel,
     TranslationFits,
+    relation_vectors,
 )
+from contextgraph.services.engine.store_sample import fit_clusters, sample_fingerprints
+from contextgraph.storage.base import MemoryStore, SearchIndexes
 from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
@@ -73,17 +75,6 @@ GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Mahalanobis + co
 SPARSE_SPACES = (6, 13)
 GRAPH_SPACE = 8
 LATE_INTERACTION = 12
-
-
-def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(relation, h, t) from embedders.e11_entity.Triple objects or stored (head, relation, tail, h, t) tuples."""
-    out = []
-    for t in triples:
-        if hasattr(t, "relation"):
-            out.append((t.relation, t.head_vector, t.tail_vector))
-        else:
-            out.append((t[1], t[3], t[4]))
-    return out
 
 
 class DeltaScComputer:
@@ -137,7 +128,7 @@ class DeltaScComputer:
         self.translations.wait()
 
     # -- the store model -------------------------------------------------------------------------------------
-    def model(self, store: Any, indexes: Any, by_space: Mapping[int, Any]) -> StoreModel:
+    def model(self, store: MemoryStore, indexes: SearchIndexes, by_space: Mapping[int, Any]) -> StoreModel:
         count = store.count()
         if count < 2:
             return EMPTY_MODEL
@@ -157,26 +148,17 @@ class DeltaScComputer:
                                  first_stamp=lambda m: (count, deletions, m.quick))
         return entry if entry is not None else EMPTY_MODEL
 
-    def reference(self, store: Any, indexes: Any, embedders: Sequence[Any]) -> tuple[Fingerprint, ...]:
+    def reference(self, store: MemoryStore, indexes: SearchIndexes,
+                  embedders: Sequence[Any]) -> tuple[Fingerprint, ...]:
         """A uniform sample of stored fingerprints (at most `calibration.reference_samples`), refreshed with the
         store model: what binding normalises a candidate's similarity to the context against. See
         gwt.binding.context_agreements."""
         return self.model(store, indexes, {e.space: e for e in embedders}).reference
 
-    def _sample(self, store: Any, size: int, spaces: Sequence[int] | None) -> tuple[list[int], list[Fingerprint]]:
-        """Up to `size` stored fingerprints, drawn uniformly over sequence numbers (deleted ones are skipped),
-        deterministic for a given store state."""
-        last = store.last_seq()
-        rng = random.Random(last)
-        seqs = list(range(1, last + 1)) if last <= size else sorted(rng.sample(range(1, last + 1), size))
-        fps = store.fingerprints(seqs, spaces=spaces) if spaces is not None else store.fingerprints(seqs)
-        kept = [(s, f) for s, f in zip(seqs, fps) if f is not None]
-        return [s for s, _ in kept], [f for _, f in kept]
-
-    def _fit(self, store: Any, indexes: Any, by_space: Mapping[int, Any], quick: bool) -> StoreModel:
+    def _fit(self, store: MemoryStore, indexes: SearchIndexes, by_space: Mapping[int, Any], quick: bool) -> StoreModel:
         count = store.count()
         size = min(self.max_samples, self.quick_max_samples) if quick else self.max_samples
-        seqs, sample = self._sample(store, size, spaces=[1, 6, 7, 13])
+        seqs, sample = sample_fingerprints(store, size, spaces=[1, 6, 7, 13])
         reduced = quick and (len(seqs) < count or self.quick_loo_samples < min(self.loo_samples, len(seqs)))
         gaussian: dict[int, ds.GaussianFit] = {}
         if len(seqs) >= self.min_samples:
@@ -192,7 +174,7 @@ class DeltaScComputer:
             n = len(sample)
             idf[sid] = (known, np.log1p((n - df + 0.5) / (df + 0.5)), float(np.log1p((n + 0.5) / 0.5)))
         partial = StoreModel(count, gaussian, idf, None, {}, 0)
-        clusters = self._fit_clusters(store, by_space, seqs, sample)
+        clusters = fit_clusters(store, by_space, seqs, sample, self.per_cluster, self.max_clusters)
         partial = StoreModel(count, gaussian, idf, clusters, {}, 0)
         # leave-one-out statistics of a sample of stored memories, each against the store without itself
         loo_n = min(self.quick_loo_samples if quick or count <= self.sync_below else self.loo_samples, len(seqs))
@@ -218,50 +200,12 @@ class DeltaScComputer:
         return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
                           reference=reference)
 
-    def _fit_clusters(self, store: Any, by_space: Mapping[int, Any], seqs: list[int],
-                      sample: list[Fingerprint]) -> Clusters | None:
-        c = dc.cluster_count(len(seqs), 2, self.max_clusters)
-        if c < 2:
-            return None
-        x = np.stack([dense(f[1]) for f in sample]).astype(np.float64)
-        centroids, labels = dc.spherical_kmeans(x, c, seed=len(seqs))
-        groups = dc.prototypes(x, centroids, labels, self.per_cluster)
-        member_seqs = [[seqs[i] for i in g] for g in groups]
-        flat = [s for g in member_seqs for s in g]
-        fps = dict(zip(flat, store.fingerprints(flat)))
-        members = [[s for s in g if fps.get(s) is not None] for g in member_seqs]
-        keep = [j for j, g in enumerate(members) if g]
-        if len(keep) < 2:
-            return None
-        centroids = centroids[keep]
-        members = [members[j] for j in keep]
-        member_fps = [[fps[s] for s in g] for g in members]
-        flat_fps = [f for g in member_fps for f in g]
-        groups_idx, start = [], 0
-        for g in members:
-            groups_idx.append(list(range(start, start + len(g))))
-            start += len(g)
-        separation: dict[int, np.ndarray] = {}
-        baseline: dict[int, float] = {}
-        owner = np.repeat(np.arange(len(members)), [len(g) for g in members])
-        across = owner[:, None] != owner[None, :]
-        for space in SPACES:
-            if space.id == LATE_INTERACTION:  # measured by E1 (below): E12 borrows E1's neighbours too
-                continue
-            dist = np.stack([1.0 - space_similarities(by_space, space, f, flat_fps) for f in flat_fps])
-            np.fill_diagonal(dist, 0.0)
-            separation[space.id] = dc.separations(dist, groups_idx)
-            baseline[space.id] = float(np.median(1.0 - dist[across]))
-        separation[LATE_INTERACTION] = separation[1]
-        baseline[LATE_INTERACTION] = baseline[1]
-        return Clusters(centroids, members, member_fps, separation, baseline)
-
     # -- one computation ---------------------------------------------------------------------------------------
-    def _neighbours(self, store: Any, indexes: Any, fingerprint: Fingerprint, exclude: frozenset[int],
+    def _neighbours(self, store: MemoryStore, indexes: SearchIndexes, fingerprint: Fingerprint, exclude: frozenset[int],
                     cache: dict[int, Fingerprint] | None = None) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
         return index_neighbours(store, indexes, fingerprint, exclude, 2 * self.k, self.sparse_max_df, cache)
 
-    def compute(self, store: Any, indexes: Any, embedders: Sequence[Any], fingerprint: Fingerprint, *,
+    def compute(self, store: MemoryStore, indexes: SearchIndexes, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], emotional_weight: float = 1.0,
                 exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
                 triples: Sequence[Any] = (), own_triples: Sequence[Any] = (),
@@ -305,7 +249,8 @@ class DeltaScComputer:
         c_values = [r.delta_c for r in results]
         entropy = float(np.dot(weights, s_values))
         coherence = float(np.dot(weights, c_values))
-        stage = self.lambda_policy(learning.lifecycle(store.count(), self.stages))
+        count = store.count()
+        stage = self.lambda_policy(learning.lifecycle(count, self.stages))
         w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
         phi = learning.binding_phase_spread(s_values)
         score = learning.learning_score(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
@@ -315,7 +260,7 @@ class DeltaScComputer:
                                             self.emotional_bounds)
         timings["total"] = _ms(started)
         return DeltaSc(results, consistency, entropy, coherence, score, classify(entropy, coherence, self.threshold),
-                       stage, self.threshold, timings, neighbourhood, predicted, phi, w_e)
+                       stage, self.threshold, timings, neighbourhood, predicted, phi, w_e, count)
 
     def _cluster_distances(self, model: StoreModel, by_space: Mapping[int, Any], fp: Fingerprint,
                            exclude: frozenset[int]) -> dict[int, list[tuple[np.ndarray, float]]]:
@@ -347,7 +292,7 @@ class DeltaScComputer:
         out[LATE_INTERACTION] = out[1]
         return out
 
-    def _space(self, store: Any, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
+    def _space(self, store: MemoryStore, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
                fps: list, edge_weights: Sequence[float], triples: Sequence[Any], own_triples: Sequence[Any],
                cluster_dists: Mapping[int, list], sims: np.ndarray | None = None
                ) -> tuple[int, float, str, float, float, int]:
@@ -396,7 +341,7 @@ class DeltaScComputer:
             return {f"{key}/cosine": cosine}
         return {key: cosine}
 
-    def _novelty(self, store: Any, model: StoreModel, sid: int, stats: Mapping[str, float],
+    def _novelty(self, store: MemoryStore, model: StoreModel, sid: int, stats: Mapping[str, float],
                  triples: Sequence[Any], own_triples: Sequence[Any], n: int) -> tuple[float, str]:
         k = self.k
         key = f"E{sid}"

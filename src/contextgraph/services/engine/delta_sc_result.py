@@ -41,6 +41,7 @@ class DeltaSc:
     predicted_learning_score: float = 0.5  # L̂ from E1 alone, before the other spaces were scored
     phase_spread: float = 0.0  # φ, the memory's own binding spread (D19)
     emotional_weight: float = 1.0
+    memory_count: int = 0  # the store's size it was measured against (the lifecycle stage's input)
 
     @property
     def delta_s(self) -> list[float]:

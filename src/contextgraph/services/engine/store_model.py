@@ -5,7 +5,7 @@ RefitCache, which serves a stale model while a background thread refits it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -216,3 +216,14 @@ class TranslationFits:
 
     def wait(self) -> None:
         self._cache.wait()
+
+
+def relation_vectors(triples: Sequence[Any]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(relation, h, t) from embedders.e11_entity.Triple objects or stored (head, relation, tail, h, t) tuples."""
+    out = []
+    for t in triples:
+        if hasattr(t, "relation"):
+            out.append((t.relation, t.head_vector, t.tail_vector))
+        else:
+            out.append((t[1], t[3], t[4]))
+    return out

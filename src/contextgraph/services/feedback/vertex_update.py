@@ -102,7 +102,7 @@ async def compute(storage: StoreHandle, perception: Perception, cognition: Cogni
                   old_content: str | None = None, diagnostics: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     store = (await storage.ready()).store
-    record = storage.live_record(vertex_id)  # compute_delta_sc scores an update of a stored memory
+    record = await storage.live_record(vertex_id)  # compute_delta_sc scores an update of a stored memory
     pipeline = await perception.pipeline()
     manifest = pipeline.manifest()
     new = parse_fingerprint(new_fingerprint, manifest, "new_fingerprint") if new_fingerprint is not None else None
@@ -110,19 +110,21 @@ async def compute(storage: StoreHandle, perception: Perception, cognition: Cogni
     to_embed = [text for text in (new_content if new is None else None, old_content if old is None else None) if text]
     embedded, triples = (await perception.embed_texts(to_embed, record.modality, record.session) if to_embed
                          else ([], []))
-    own_triples = store.triples_of(vertex_id)  # taken out of the TransE fit: the vertex is not its own context
+    # its triples are taken out of the TransE fit: the vertex is not its own context
+    own_triples = await storage.read(lambda s: s.triples_of(vertex_id))
     new_triples: list = []
     old_triples: list = []
     if new is None:
         new, new_triples = embedded.pop(0), triples.pop(0)
     if old is None:
         old, old_triples = ((embedded.pop(0), triples.pop(0)) if old_content
-                            else (store.fingerprints([record.seq])[0], own_triples))
+                            else ((await storage.read(lambda s: s.fingerprints([record.seq])))[0], own_triples))
     if old is None:  # forgotten between the lookup and the read
         raise NodeNotFound(f"Memory {vertex_id} was deleted while its update was being scored.",
                            node_id=vertex_id)
     state = cognition.snapshot()
-    edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(vertex_id))]
+    edges = await storage.read(lambda s: s.graph_read(lambda g: g.edges(vertex_id)))
+    edge_weights = [e.weight for e in edges]
 
     def run() -> tuple[DeltaSc, DeltaSc]:
         kw = dict(coherence_history=state["coherence_history"], emotional_weight=state["emotional_weight"],

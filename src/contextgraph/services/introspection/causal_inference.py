@@ -67,8 +67,8 @@ class CausalInference:
         if target is not None and target == source:
             raise InvalidParams("'target' must differ from 'source'.", field="target")
         explorer = await self._explorer()
-        src = self.storage.live_record(source)
-        tgt = self.storage.live_record(target) if target is not None else None
+        src = await self.storage.live_record(source)
+        tgt = await self.storage.live_record(target) if target is not None else None
         forward = direction in ("forward", "bidirectional", "bridge")
         backward = direction in ("backward", "bidirectional", "abduction", "bridge")
         hood = await anyio.to_thread.run_sync(lambda: explorer.explore(src, forward, backward),

@@ -55,14 +55,14 @@ def insights(quadrants: list[str]) -> list[str]:
 async def classify_memory(storage: StoreHandle, perception: Perception, cognition: CognitiveState,
                           constitution: Constitution, memory_id: str) -> dict[str, Any]:
     store = (await storage.ready()).store
-    record = storage.live_record(memory_id)
+    record = await storage.live_record(memory_id)
     pipeline = await perception.pipeline()
     threshold = float(storage.delta_sc.threshold)  # ATC's `johari` (services.atc sets it on the computer)
     state = cognition.snapshot()
-    edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(memory_id))]
-    own = store.triples_of(memory_id)
 
     def run() -> DeltaSc:
+        edge_weights = [e.weight for e in store.graph_read(lambda g: g.edges(memory_id))]
+        own = store.triples_of(memory_id)
         (fp,) = store.fingerprints([record.seq])
         if fp is None:
             raise NodeNotFound(f"Memory {memory_id} was deleted while it was being classified.", node_id=memory_id)

@@ -34,7 +34,7 @@ async def memetic_status(storage: StoreHandle, perception: Perception, cognition
     theta_dup_of = duplicate_threshold or (lambda _domain: prior)
     theta_dup = theta_dup_of(GENERAL)
 
-    def scan() -> tuple[int, int, list[dict], list[str], int]:
+    def scan() -> tuple[int, dict[str, Any] | None, int, list[dict], list[str], int]:
         def read(g: GraphTxn) -> tuple[int, list[dict], list[str], int]:
             recent = g.recent(window, None, None)
             duplicates, orphans, seen = [], [], set()
@@ -50,9 +50,10 @@ async def memetic_status(storage: StoreHandle, perception: Perception, cognition
                         duplicates.append({"memories": list(pair), "similarity": edge.weight})
             return g.edge_count(), duplicates, orphans, len(recent)
 
-        return store.count(), *store.graph_read(read)  # one snapshot for the edges and the window
+        star = (store.get_document(TELEOLOGY_DOCUMENT) or {}).get("star")
+        return store.count(), star, *store.graph_read(read)  # one snapshot for the edges and the window
 
-    count, edges, duplicates, orphans, examined = await anyio.to_thread.run_sync(scan)
+    count, star, edges, duplicates, orphans, examined = await anyio.to_thread.run_sync(scan)
     cognition.observe_memory_count(count)
     pulse = cognition.pulse()
     s = cognition.snapshot()
@@ -75,7 +76,7 @@ async def memetic_status(storage: StoreHandle, perception: Perception, cognition
             "perception": {"status": perception.model_status(), "spaces": 13},
             "memory": {"status": "active" if count else "empty", "memories": count, "edges": edges},
             "reasoning": {"status": "active" if count else "empty",
-                          "retrieval_stages": _stages(storage),
+                          "retrieval_stages": _stages(star),
                           "competitions": status["counts"]["competitions"],
                           "kuramoto_r": round(cognition.network.read().r, p)},
             "meta": {"status": "active" if s["operations"] else "idle", "meta_accuracy": round(s["meta_accuracy"], p),
@@ -106,9 +107,8 @@ def _suggest(duplicates: list, orphans: list, conflicts: list) -> list[str]:
     return out
 
 
-def _stages(storage: StoreHandle) -> str:
+def _stages(star: dict[str, Any] | None) -> str:
     """Which retrieval stages run: stage 4 once a north star exists (services.teleology's document)."""
-    star = (storage.store.get_document(TELEOLOGY_DOCUMENT) or {}).get("star")
     if star:
         return f"S1, S2, S3, S4 (alignment to north star {star['id']}), S5"
     return "S1, S2, S3, S5 (S4 waits for a north star: auto_bootstrap_north_star)"

@@ -251,8 +251,7 @@ class CurationService:
         return await anyio.to_thread.run_sync(run)
 
     async def boost(self, node_id: str, delta: float, rationale: str) -> dict[str, Any]:
-        storage = await self.storage.ready()
-        record = storage.store.graph_read(lambda g: self._require(g, node_id))
+        record = await self.storage.read(lambda store: store.graph_read(lambda g: self._require(g, node_id)))
         entropy = await self.neighbour_entropy(record)
         projected = min(1.0, max(0.0, record.importance + delta))
         # docs/tools.md: a node made dominant while unlike its neighbourhood is semantic cancer; lowering is always fine
@@ -281,13 +280,15 @@ class CurationService:
     # -- merge -------------------------------------------------------------------------------------------------
     async def merge(self, ids: list[str], *, target_name: str, strategy: str, rationale: str,
                     force: bool) -> dict[str, Any]:
-        store = (await self.storage.ready()).store
+        await self.storage.ready()
         ids = list(dict.fromkeys(ids))
         if len(ids) < 2:
             raise InvalidParams("merge_concepts needs at least two distinct source_node_ids.", field="source_node_ids")
-        records: list[MemoryRecord] = store.graph_read(lambda g: [self._require(g, i) for i in ids])
+        records: list[MemoryRecord] = await self.storage.read(
+            lambda s: s.graph_read(lambda g: [self._require(g, i) for i in ids]))
         vectors = [np.asarray(fp[1], dtype=np.float64)
-                   for fp in store.fingerprints([r.seq for r in records], [1]) if fp is not None]
+                   for fp in await self.storage.read(lambda s: s.fingerprints([r.seq for r in records], [1]))
+                   if fp is not None]
         unit = [v / (np.linalg.norm(v) or 1.0) for v in vectors]
         min_cos = min(float(unit[i] @ unit[j]) for i in range(len(unit)) for j in range(i + 1, len(unit)))
         now = self.clock.now()

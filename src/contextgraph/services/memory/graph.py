@@ -170,7 +170,7 @@ class GraphService:
         h = self.hierarchy
         space = int(space_name[1:])
         storage = await self.storage.ready()
-        record = storage.store.graph_read(lambda g: self._require(g, node_id))
+        record = await storage.read(lambda store: store.graph_read(lambda g: self._require(g, node_id)))
 
         def run() -> dict[str, Any]:
             started = time.perf_counter()

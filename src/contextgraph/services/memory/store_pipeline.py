@@ -155,7 +155,9 @@ class StorePipeline:
                 _log.exception("quarantine list update failed; the record itself carries the flag", id=c.record.id)
         # their automatic edges changed their neighbourhoods and the neighbours': E8 follows in the background
         handle.refresh_e8([*(c.record.id for c in committed), *neighbours])
-        count = store.count()
+        # the store's size after the commit, from the sizes the UTLs were measured against: no read after a
+        # commit that could fail (a lost database connection) and turn an acknowledged store into an error
+        count = max(c.utl.memory_count for c in committed) + len(committed)
         for c in committed:
             handle.cognition.record(c.utl.delta_s, c.utl.delta_c, memory_count=count,
                                     learning_score=c.utl.learning_score,

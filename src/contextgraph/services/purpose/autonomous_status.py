@@ -16,9 +16,8 @@ _OPERATION = {"bootstrap_service": "bootstrap", "drift_detector": "drift", "drif
 
 async def autonomous_status(autonomous: AutonomousService, include_metrics: bool, include_history: bool,
                             history_count: int) -> dict[str, Any]:
-    storage = await autonomous.storage.ready()
+    count = await autonomous.storage.read(lambda store: store.count())
     state = autonomous.teleology.state()
-    count = storage.store.count()
     star = state.get("star")
     minimum = int(autonomous.settings["min_memories"])
     operations = state.get("operations", [])

@@ -15,6 +15,7 @@ from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.purpose.teleology import TeleologyService
 from contextgraph.services.runtime.perception import Perception
+from contextgraph.storage.base import MemoryStore
 from contextgraph.teleology import synergy
 from contextgraph.teleology.fusion import fuse, method_weights
 
@@ -135,7 +136,7 @@ class TeleologyProfiles:
         await self.storage.ready()
         pipeline = await self.perception.pipeline()
         by_space = self.teleology.use_embedders(pipeline.embedders)
-        fq, fr = self._fingerprints([query_id, result_id], ("query_vector_id", "result_vector_id"))
+        fq, fr = await self.fingerprints_of([query_id, result_id], ("query_vector_id", "result_vector_id"))
         sims = np.array([float(space_similarities(by_space, s, fq, [fr])[0]) for s in SPACES])
         y = FEEDBACK[feedback] if relevance is None else relevance
         floor = float(self.syn["contribution_floor"])
@@ -167,18 +168,24 @@ class TeleologyProfiles:
                 "matrix": [[round(float(v), 4) for v in row] for row in after],
                 "rule": "S_ij += rate * s_i * s_j * (relevance - S_ij), s the per-space similarity of the pair"}
 
-    def _fingerprints(self, ids: list[str], fields: tuple[str, ...]) -> list[Fingerprint]:
-        out = []
-        for memory_id, field in zip(ids, fields):
-            record = self.storage.store.get(memory_id)
-            if record is None:
-                raise NodeNotFound(f"{field}: no live memory has id {memory_id}. A teleological vector is a stored "
-                                   "memory's; search_graph finds ids.", field=field, node_id=memory_id)
-            (fp,) = self.storage.store.fingerprints([record.seq])
-            if fp is None:
-                raise NodeNotFound(f"{field}: memory {memory_id} was deleted meanwhile.", field=field)
-            out.append(fp)
-        return out
+    async def fingerprints_of(self, ids: list[str], fields: tuple[str, ...]) -> list[Fingerprint]:
+        """The fingerprints of live memories, read off the event loop; NodeNotFound names the argument (`fields`,
+        one per id) whose memory does not exist."""
+
+        def read(store: MemoryStore) -> list[Fingerprint]:
+            out = []
+            for memory_id, field in zip(ids, fields):
+                record = store.get(memory_id)
+                if record is None:
+                    raise NodeNotFound(f"{field}: no live memory has id {memory_id}. A teleological vector is a "
+                                       "stored memory's; search_graph finds ids.", field=field, node_id=memory_id)
+                (fp,) = store.fingerprints([record.seq])
+                if fp is None:
+                    raise NodeNotFound(f"{field}: memory {memory_id} was deleted meanwhile.", field=field)
+                out.append(fp)
+            return out
+
+        return await self.storage.read(read)
 
     # -- fusion ----------------------------------------------------------------------------------------------
     async def fuse(self, memory_id: str, method: str, profile_id: str | None, custom_weights: list[float] | None,
@@ -191,7 +198,7 @@ class TeleologyProfiles:
             raise InvalidParams("custom_weights must not all be 0.", field="custom_weights")
         base = np.asarray(custom_weights if custom_weights is not None
                           else (profile["embedder_weights"] if profile else self.default_weights), dtype=np.float64)
-        (fp,) = self._fingerprints([memory_id], ("memory_id",))
+        (fp,) = await self.fingerprints_of([memory_id], ("memory_id",))
         view = self.teleology.star_view()
         pv = None if view is None else view.purpose(by_space, [fp])[0]
         if method in ("attention", "gated") and pv is None:

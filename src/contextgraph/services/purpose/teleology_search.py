@@ -105,7 +105,7 @@ class TeleologySearch:
         if query_content is not None:
             (fp,), _ = await self.perception.embed_texts([query_content], "text", None)
         else:
-            (fp,) = self.profiles._fingerprints([query_vector_id or ""], ("query_vector_id",))
+            (fp,) = await self.profiles.fingerprints_of([query_vector_id or ""], ("query_vector_id",))
         started = time.perf_counter()
         out = await anyio.to_thread.run_sync(lambda: self._search(
             view, by_space, fp, query_vector_id, strategy, scope, specific_groups, specific_embedder, weights,

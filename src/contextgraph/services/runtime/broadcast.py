@@ -24,8 +24,7 @@ async def broadcast_memory(storage: StoreHandle, perception: Perception, workspa
     context in each space as a percentile of the context's similarities to a sample of the store
     (gwt.binding.context_agreements), the measure the last operation's candidates bound with — then the
     broadcast. No context yet: no r_m (the workspace decides what that means)."""
-    await storage.ready()
-    record = storage.live_record(memory_id)
+    record = await storage.live_record(memory_id)
     context, reference = workspace.context
     r, psi = None, 0.0
     agreements: list[float] = []

@@ -46,13 +46,16 @@ def score(storage: StoreHandle, embedders: Sequence[Any], fingerprint: Fingerpri
                                     pool_similarities=pool_similarities)
 
 
-def fold(storage: StoreHandle, results: Sequence[DeltaSc]) -> None:
-    """One operation's UTL into the pulse: the mean per-space ΔS/ΔC (and L, L̂) of what it touched."""
+def fold(storage: StoreHandle, results: Sequence[DeltaSc], added: int = 0) -> None:
+    """One operation's UTL into the pulse: the mean per-space ΔS/ΔC (and L, L̂) of what it touched. The store's
+    size is the one the UTL was measured against (read in the worker that computed it, never here on the event
+    loop), plus the `added` memories committed since."""
     if not results:
         return
     delta_s = np.mean([r.delta_s for r in results], axis=0).tolist()
     delta_c = np.mean([r.delta_c for r in results], axis=0).tolist()
-    storage.cognition.record(delta_s, delta_c, memory_count=storage.store.count(),
+    memory_count = max(r.memory_count for r in results) + added
+    storage.cognition.record(delta_s, delta_c, memory_count=memory_count,
                              learning_score=float(np.mean([r.learning_score for r in results])),
                              predicted_learning_score=float(np.mean([r.predicted_learning_score for r in results])))
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -37,6 +37,7 @@ from contextgraph.storage.lmdb_store import LmdbStore
 from contextgraph.storage.maintenance import INDEX_DIR, STORE_DIR
 from contextgraph.storage.writer import Writer
 
+T = TypeVar("T")
 _log = get_logger("storage")
 
 
@@ -115,6 +116,14 @@ class StoreHandle:
             await anyio.to_thread.run_sync(self.open)
         return self
 
+    async def read(self, fn: Callable[[MemoryStore], T]) -> T:
+        """`fn(store)`, a read of the store, in a worker thread: never on the event loop, which serves every
+        client (a read costs microseconds on a warm LMDB, tens of milliseconds on a cold page cache or a busy
+        PostgreSQL). The store is opened first, off the loop too."""
+        await self.ready()
+        store = self.store
+        return await anyio.to_thread.run_sync(lambda: fn(store))
+
     @property
     def is_open(self) -> bool:
         return self._store is not None
@@ -176,9 +185,9 @@ class StoreHandle:
         self._delta_sc_setup.append(setup)
         setup(self.delta_sc)
 
-    def live_record(self, memory_id: str) -> MemoryRecord:
+    async def live_record(self, memory_id: str) -> MemoryRecord:
         """The live memory with this id, or NodeNotFound (-32012) with the hint every tool gives."""
-        record = self.store.get(memory_id)
+        record = await self.read(lambda store: store.get(memory_id))
         if record is None:
             raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
                                node_id=memory_id)
