@@ -3,6 +3,7 @@ back (IndexSet.load, and `contextgraph doctor`'s check, which reads without load
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -47,9 +48,37 @@ def read_manifest(directory: Path) -> dict:
     return manifest
 
 
+def file_digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=32)).hexdigest()
+
+
+def saved_digests(directory: Path, name: str) -> dict[str, str]:
+    """The digest of every file an index saved as `name` wrote (a dense index writes two siblings beside it)."""
+    return {path.name: file_digest(path) for path in sorted(directory.iterdir())
+            if path.name == name or path.name.startswith(name + ".")}
+
+
+def verify_digests(directory: Path, entry: dict) -> None:
+    """UnreadableIndex unless every file of the entry hashes to what was saved. hnswlib trusts its file: a few
+    garbled bytes inside a graph of the right size crashed the process (SIGSEGV) instead of failing the load,
+    and the other loaders can take a flipped bit for a value. A file with no digest is not trusted either."""
+    name = entry["file"]
+    digests = entry.get("digests")
+    if not isinstance(digests, dict) or name not in digests:
+        raise UnreadableIndex(f"{name}: no checksum was saved for it")
+    for file, expected in digests.items():
+        if Path(file).name != file or not (file == name or file.startswith(name + ".")):
+            raise UnreadableIndex(f"{name}: the manifest lists {file!r} among its files")
+        if file_digest(directory / file) != expected:  # FileNotFoundError passes: load() tells the cases apart
+            raise UnreadableIndex(f"{file}: checksum mismatch, the file changed after it was saved")
+
+
 def load_entry(directory: Path, entry: dict, ef_search: int | None) -> Index:
-    """One manifest entry's index, loaded and checked against the entry; UnreadableIndex names the file."""
+    """One manifest entry's index, its files' checksums verified first, then loaded and checked against the
+    entry; UnreadableIndex names the file."""
     path = directory / entry["file"]
+    verify_digests(directory, entry)
     try:
         index = load_index(path, entry["kind"], ef_search)
     except FileNotFoundError:
