@@ -138,6 +138,6 @@ async def test_a_truncated_store_answers_a_storage_error_instead_of_killing_the_
     for refused in (responses[1], responses[2]):
         error = refused.get("error") or {}
         assert error.get("code") == -32001, refused  # STORAGE_ERROR
-        assert "truncated" in error["message"] and "data.mdb" in error["message"], error
+        assert "data.mdb is truncated" in error["message"], error
         assert "backup" in error["message"] and "Traceback" not in json.dumps(refused)
     assert "result" in responses[3]  # what needs no store still works

@@ -31,7 +31,7 @@ from contextgraph.errors import StorageError
 DATA_FILE = "data.mdb"
 NOTE_FILE = "DAMAGED"
 # errors that mean the file's pages are not what LMDB wrote, rather than a failed operation
-CORRUPTION = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError)
+CORRUPTION = (lmdb.CorruptedError, lmdb.PageNotFoundError)  # not MDB_PANIC: a failed disk write raises it too
 WHAT_TO_DO = ("Stop the servers on this data directory; `contextgraph export --out FILE` saves what still reads, "
               "then restore the directory from a backup (or import FILE into a fresh one); `contextgraph doctor` "
               "checks the result")
@@ -41,6 +41,7 @@ _P_META = 0x08
 _HEADER = struct.Struct("<QHH")  # page number, pad, flags
 _META_HEAD = struct.Struct("<II")  # magic, version (after the page header)
 _META_TAIL = struct.Struct("<QQ")  # last page, txnid (at byte 136)
+_META_END = 152  # the meta page's bytes read here: header, magic ... txnid
 
 
 def file_damage(directory: Path) -> str | None:
@@ -53,18 +54,21 @@ def file_damage(directory: Path) -> str | None:
             if size == 0:
                 return None  # LMDB initialises an empty file as a new store
             first = f.read(4096)
+            if len(first) < _META_END:
+                return f"{path} is truncated: {size} bytes, shorter than its first meta page"
             meta0 = _meta(first, 0)
-            if isinstance(meta0, str):
-                return f"{path}: {meta0}"
             page_size = struct.unpack_from("<I", first, 40)[0]
-            if page_size < 512 or page_size & (page_size - 1):
-                return f"{path}: meta page 0 names page size {page_size}"
+            if isinstance(meta0, str) or page_size < 512 or page_size & (page_size - 1):
+                return f"{path}: {meta0 if isinstance(meta0, str) else f'meta page 0 names page size {page_size}'}"
             f.seek(page_size)
-            meta1 = _meta(f.read(160), 1)
+            second = f.read(_META_END)
     except FileNotFoundError:
         return None
+    if len(second) < _META_END:
+        return f"{path} is truncated: {size} bytes, shorter than its two meta pages ({2 * page_size})"
+    meta1 = _meta(second, 1)
     if isinstance(meta1, str):
-        return f"{path}: {meta1}" + (" (the file is truncated)" if size < 2 * page_size else "")
+        return f"{path}: {meta1}"
     last_page = max((meta0, meta1), key=lambda m: m[1])[0]
     needed = (last_page + 1) * page_size
     if size < needed:
@@ -74,13 +78,11 @@ def file_damage(directory: Path) -> str | None:
 
 
 def _meta(page: bytes, number: int) -> tuple[int, int] | str:
-    """(last page, txnid) of a meta page, or what is wrong with it."""
-    if len(page) < 152:
-        return f"meta page {number} is cut short"
+    """(last page, txnid) of a meta page (at least _META_END bytes of it), or what is wrong with it."""
     _pgno, _pad, flags = _HEADER.unpack_from(page, 0)
     magic, version = _META_HEAD.unpack_from(page, 16)
     if not flags & _P_META or magic != _MAGIC:
-        return f"meta page {number} is not an LMDB meta page (overwritten or not an LMDB file)"
+        return f"meta page {number} is not an LMDB meta page (overwritten, or not an LMDB file)"
     if version != 1:
         return f"meta page {number} has LMDB format version {version}, not 1"
     last_page, txnid = _META_TAIL.unpack_from(page, 136)

@@ -111,17 +111,26 @@ def _cuts(home: Path) -> list[int]:
 @pytest.mark.parametrize("which", range(4))
 def test_a_truncated_data_file_is_refused_before_it_is_mapped(home, which):
     _cut(home, _cuts(home)[which])
-    assert "truncated" in (file_damage(home / STORE_DIR) or "")
+    assert "data.mdb is truncated" in (file_damage(home / STORE_DIR) or "")
     done = subprocess.run([sys.executable, "-c", OPEN_READ_WRITE, HERE, str(home / STORE_DIR)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"exit {done.returncode} (SIGBUS is -7): {done.stderr[-1500:]}"
     error = json.loads(done.stdout.strip().splitlines()[-1])["error"]
-    assert error and "truncated" in error and "data.mdb" in error and "backup" in error, error
+    assert error and "data.mdb is truncated" in error and "backup" in error, error
 
 
 def test_a_sound_store_shows_no_damage(home):
     assert file_damage(home / STORE_DIR) is None
     assert file_damage(home / "nowhere") is None
+
+
+def test_an_overwritten_meta_page_is_named(home):
+    with open(home / STORE_DIR / "data.mdb", "r+b") as f:
+        f.seek(_page_size(home / STORE_DIR / "data.mdb") + 16)  # meta page 1's magic
+        f.write(b"\xff" * 8)
+    assert "meta page 1 is not an LMDB meta page" in (file_damage(home / STORE_DIR) or "")
+    with pytest.raises(StorageError, match="meta page 1"):
+        LmdbStore(home / STORE_DIR)
 
 
 def test_doctor_export_and_reindex_diagnose_a_truncated_store(home, tmp_path):
@@ -134,11 +143,11 @@ def test_doctor_export_and_reindex_diagnose_a_truncated_store(home, tmp_path):
     out = tmp_path / "export.jsonl"
     export = _cli("export", "--out", str(out), home=home)
     assert export.returncode == 1, f"exit {export.returncode}: {export.stderr[-1500:]}"
-    assert "truncated" in export.stderr and "Traceback" not in export.stderr, export.stderr
+    assert "data.mdb is truncated" in export.stderr and "Traceback" not in export.stderr, export.stderr
     assert not out.exists()
 
     reindex = _cli("reindex", home=home)
-    assert reindex.returncode == 1 and "truncated" in reindex.stderr and "Traceback" not in reindex.stderr
+    assert reindex.returncode == 1 and "data.mdb is truncated" in reindex.stderr and "Traceback" not in reindex.stderr
 
 
 def test_a_corrupted_page_met_by_a_read_stops_every_write(home):
