@@ -42,6 +42,7 @@ from contextgraph.storage.binary_index import BinaryIndex
 from contextgraph.storage.derived_index import DERIVED_SCORE, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.index_files import (
+    DIGESTS,
     FILES,
     INDEXED_SPACES,
     MANIFEST_VERSION,
@@ -52,6 +53,7 @@ from contextgraph.storage.index_files import (
     read_manifest,
     saved_digests,
     saved_set_problems,
+    verify_set,
 )
 from contextgraph.storage.locks import RWLock
 from contextgraph.storage.sparse_index import SparseIndex
@@ -332,7 +334,7 @@ class IndexSet:
                     name = FILES[kind_of(space)].format(space)
                     index.save(tmp / name)
                     spaces[str(space)] = {"kind": kind_of(space), "file": name, "size": len(index),
-                                          "digests": saved_digests(tmp, name)}
+                                          DIGESTS: saved_digests(tmp, name)}
                 manifest = {"version": MANIFEST_VERSION, "store_id": self.store_id, "applied_seq": self.applied_seq,
                             "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -370,7 +372,8 @@ class IndexSet:
                 manifest = read_manifest(directory)
                 if manifest.get("version") != MANIFEST_VERSION:
                     return None
-                indexes = {int(space): load_entry(directory, entry, ef_search)
+                verify_set(directory, list(manifest["spaces"].values()))
+                indexes = {int(space): load_entry(directory, entry, ef_search, verified=True)
                            for space, entry in manifest["spaces"].items()}
                 break
             except FileNotFoundError as exc:

@@ -18,7 +18,7 @@ import pytest
 from storage_fakes import fingerprint, record
 from structlog.testing import capture_logs
 
-from contextgraph.storage.index_files import read_manifest
+from contextgraph.storage.index_files import DIGESTS, read_manifest
 from contextgraph.storage.indexes import INDEXED_SPACES, IndexSet, saved_set_problems
 from contextgraph.storage.lmdb_store import LmdbStore
 from contextgraph.storage.maintenance import INDEX_DIR, STORE_DIR
@@ -117,7 +117,7 @@ def test_one_flipped_byte_in_any_index_file_is_found(home, name):
 def test_a_set_saved_without_checksums_is_rebuilt_and_logged(home):
     manifest = read_manifest(home / INDEX_DIR)
     for entry in manifest["spaces"].values():
-        entry.pop("digests")
+        entry.pop(DIGESTS)
     (home / INDEX_DIR / "manifest.json").write_text(json.dumps(manifest))
     with LmdbStore(home / STORE_DIR) as store:
         problems = saved_set_problems(home / INDEX_DIR, store)
