@@ -20,7 +20,7 @@ import pytest
 from storage_fakes import fingerprint, record
 
 from contextgraph.errors import StorageError
-from contextgraph.storage.lmdb_damage import NOTE_FILE, file_damage
+from contextgraph.storage.lmdb_damage import NOTE_FILE, file_damage, write_note
 from contextgraph.storage.lmdb_store import LmdbStore
 from contextgraph.storage.maintenance import STORE_DIR
 
@@ -187,3 +187,18 @@ def test_doctor_survives_lmdb_aborting_on_a_corrupted_page_and_records_it(home_l
         assert "data.mdb" in line and "killed by SIGABRT" in line, doctor.stdout
         with pytest.raises(StorageError, match="writes are refused"):
             server.put_document("probe", {"after": True})
+
+
+def test_a_server_opens_a_store_with_damage_on_record_for_reading(app, settings):
+    """Opening a data directory writes when tombstones have expired (the purge); with damage on record that
+    write is refused, and the store must still open for reading, not fail every call."""
+    rng = np.random.default_rng(3)
+    with LmdbStore(settings.home / STORE_DIR) as store:
+        kept = store.put(record(content="still readable"), fingerprint(rng, tokens=2))
+        store.graph_write(lambda g: g.put_tombstone("f" * 32, {"deleted_at": 0.0}, b""))  # long expired
+    write_note(settings.home / STORE_DIR, "data.mdb: a page met as MDB_CORRUPTED")
+    handle = app.services.storage
+    handle.open()  # before: the purge's StorageError escaped and no call could open the store
+    assert handle.store.get(kept.id).content == "still readable"
+    with pytest.raises(StorageError, match="writes are refused"):
+        handle.store.put_document("probe", {"x": 1})
