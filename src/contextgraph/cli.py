@@ -210,6 +210,7 @@ def _reindex(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from contextgraph.config import store_location
+    from contextgraph.errors import StorageError
     from contextgraph.storage.maintenance import STORE_DIR, reindex
 
     settings = _settings(args)
@@ -223,7 +224,11 @@ def _reindex(args: argparse.Namespace) -> int:
     if not (home / STORE_DIR).is_dir():
         print(f"contextgraph: no store in {home}; nothing to reindex", file=sys.stderr)
         return 1
-    sizes = reindex(home)
+    try:
+        sizes = reindex(home)
+    except StorageError as exc:  # a damaged store: what is wrong and what to do, not a traceback
+        print(f"contextgraph reindex: {exc.message}", file=sys.stderr)
+        return 1
     print(", ".join(f"E{space}: {size}" for space, size in sorted(sizes.items())) or "empty store")
     return 0
 

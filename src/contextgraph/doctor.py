@@ -80,19 +80,22 @@ def check_model() -> Check:
 
 
 def check_store(home: Path) -> Check:
-    from contextgraph.storage.lmdb_store import LmdbStore
+    from contextgraph.storage.lmdb_damage import NOTE_FILE, WHAT_TO_DO, read_note
+    from contextgraph.storage.lmdb_walk import walk_in_child
     from contextgraph.storage.maintenance import STORE_DIR
 
     path = home / STORE_DIR
     if not path.is_dir():
         return Check("store", True, "empty (created on first store)")
-    try:
-        with LmdbStore(path, readonly=True) as store:
-            problems = store.check()
-            count = store.count()
-    except Exception as exc:  # report, never crash: doctor is what people run when things are broken
-        return Check("store", False, f"{path} cannot be opened: {type(exc).__name__}: {exc}",
-                     "restore the data directory from a backup")
+    # in a child process: LMDB meets some damage with a signal, not an error (lmdb_walk). The store checks the
+    # data file's length before mapping it, and records the corruption it meets, so that writes stop everywhere.
+    found = walk_in_child(path)
+    if "error" in found:
+        return Check("store", False, f"{path}: {found['error']}", WHAT_TO_DO)
+    count, problems = found["count"], found["problems"]
+    if (damage := read_note(path)) is not None:
+        return Check("store", False, f"{count} memories; damage on record, writes refused: {damage}",
+                     f"{WHAT_TO_DO}; then delete {path / NOTE_FILE}")
     if problems:
         return Check("store", False, f"{count} memories, {len(problems)} inconsistencies: {problems[0]}",
                      "contextgraph reindex rebuilds the indexes; report the store inconsistency")

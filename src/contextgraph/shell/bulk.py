@@ -216,20 +216,28 @@ def run_export(settings: Settings, out: Path | None) -> int:
         return 1
     app = build_app(settings)
     try:
-        if out is None:
-            count = export_store(app, sys.stdout)
-        else:  # into a temporary file beside it, renamed when complete: never half a file under the name
-            fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent or Path("."))
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    count = export_store(app, f, ProgressBar(f"export {out.name}"))
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, out)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        count = _export_to(app, out)
+    except ContextGraphError as exc:  # a damaged store: say what and what to do, never a traceback
+        print(f"contextgraph export: {exc.message}", file=sys.stderr)
+        return 1
     finally:
         app.close()
     print(f"exported {count} memories" + (f" to {out}" if out else ""), file=sys.stderr)
     return 0
+
+
+def _export_to(app: Any, out: Path | None) -> int:
+    """Export to stdout, or into a temporary file beside `out` renamed when complete: never half a file."""
+    if out is None:
+        return export_store(app, sys.stdout)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            count = export_store(app, f, ProgressBar(f"export {out.name}"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count

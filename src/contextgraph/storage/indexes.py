@@ -42,6 +42,7 @@ from contextgraph.storage.binary_index import BinaryIndex
 from contextgraph.storage.derived_index import DERIVED_SCORE, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.index_files import (
+    DIGESTS,
     FILES,
     INDEXED_SPACES,
     MANIFEST_VERSION,
@@ -50,7 +51,9 @@ from contextgraph.storage.index_files import (
     kind_of,
     load_entry,
     read_manifest,
+    saved_digests,
     saved_set_problems,
+    verify_set,
 )
 from contextgraph.storage.locks import RWLock
 from contextgraph.storage.sparse_index import SparseIndex
@@ -83,6 +86,7 @@ class IndexSet:
         self._params = {"M": M, "ef_construction": ef_construction, "ef_search": ef_search}
         self._indexes: dict[int, Index] = {}
         self._ahead: set[int] = set()  # seqs applied directly (apply) beyond applied_seq: catch_up skips them
+        self.replayed = 0  # oplog entries load() applied on top of the saved files
         self._lock = RWLock()
         self._catching_up = threading.Lock()
 
@@ -329,7 +333,8 @@ class IndexSet:
                 for space, index in sorted(self._indexes.items()):
                     name = FILES[kind_of(space)].format(space)
                     index.save(tmp / name)
-                    spaces[str(space)] = {"kind": kind_of(space), "file": name, "size": len(index)}
+                    spaces[str(space)] = {"kind": kind_of(space), "file": name, "size": len(index),
+                                          DIGESTS: saved_digests(tmp, name)}
                 manifest = {"version": MANIFEST_VERSION, "store_id": self.store_id, "applied_seq": self.applied_seq,
                             "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -367,7 +372,8 @@ class IndexSet:
                 manifest = read_manifest(directory)
                 if manifest.get("version") != MANIFEST_VERSION:
                     return None
-                indexes = {int(space): load_entry(directory, entry, ef_search)
+                verify_set(directory, list(manifest["spaces"].values()))
+                indexes = {int(space): load_entry(directory, entry, ef_search, verified=True)
                            for space, entry in manifest["spaces"].items()}
                 break
             except FileNotFoundError as exc:
@@ -395,17 +401,22 @@ class IndexSet:
         self._ahead = set(manifest["ahead"])
         self.store_id = manifest["store_id"]
         if store is not None:
-            self.catch_up(store)
+            self.replayed = self.catch_up(store)
         return self
 
     @classmethod
     def open(cls, directory: Path | str, store: MemoryStore, progress: Progress | None = None, **params) -> IndexSet:
-        """Load the saved set if it is usable, else rebuild from the store (and save the result). First removes
-        what saves killed midway left behind (save_dirs)."""
+        """Load the saved set if it is usable, else rebuild from the store; save the result when it differs from
+        the files (rebuilt, or the oplog replayed into it). First removes what saves killed midway left behind
+        (save_dirs)."""
         for path in save_dirs.remove_stale(Path(directory)):
             _log.info("removed a stale partial index save", path=str(path))
         loaded = cls.load(directory, store, **params)
         if loaded is not None:
+            if loaded.replayed:  # writes the files never saw (a killed server): save them, or every start replays
+                _log.info("replayed the operation log into the saved indexes; saving them", entries=loaded.replayed,
+                          applied_seq=loaded.applied_seq)
+                loaded.save(directory)
             return loaded
         fresh = cls(store, **params)
         fresh.rebuild(store, progress)

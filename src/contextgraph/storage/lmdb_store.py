@@ -19,6 +19,10 @@ memory either wholly present (record + fingerprint + ids + seqs + oplog) or whol
 counter shared by puts and deletes, so the oplog is totally ordered and a memory's seq is its put's position
 in it. Reads open a fresh short transaction each time: a long-lived one would not see other processes' commits.
 
+A damaged data file (cut short, or a page overwritten) is met with a StorageError, never a signal where that
+can be helped: storage.lmdb_damage checks the file's length before it is mapped, and once a read or write
+meets a corrupted page every process stops writing into the file.
+
 Several processes may open one directory (LMDB's lock file coordinates them); one process must open it once
 only, because POSIX fcntl locks are per process and closing a second handle would drop the first one's locks.
 """
@@ -52,6 +56,14 @@ from contextgraph.storage.codec import (
 )
 from contextgraph.storage.fingerprint_columns import FingerprintColumns
 from contextgraph.storage.lmdb_check import consistency_problems
+from contextgraph.storage.lmdb_damage import (
+    CORRUPTION,
+    WHAT_TO_DO,
+    damaged,
+    file_damage,
+    read_note,
+    refuse_writes_if_damaged,
+)
 from contextgraph.storage.lmdb_graph import GraphTxn
 from contextgraph.storage.lmdb_keys import U64, decode_oplog, next_seq, present, read_counter, seq_key, session_key
 from contextgraph.storage.locks import RWLock
@@ -100,6 +112,9 @@ class LmdbStore:
         # run while any transaction of this process is open (LMDB does not check; it would unmap under a reader).
         self._gate = RWLock()
         try:
+            # before mapping it: a file shorter than its pages would kill this process (SIGBUS) at the first read
+            if damage := file_damage(self.path):
+                raise StorageError(f"the store cannot be opened: {damage}. {WHAT_TO_DO}", damage=damage)
             self._env: lmdb.Environment | None = lmdb.open(
                 str(self.path), map_size=map_size, max_dbs=len(_DBS), max_readers=126, lock=True,
                 readonly=readonly, sync=sync, metasync=sync, subdir=True,
@@ -119,7 +134,8 @@ class LmdbStore:
                 # a process killed while reading leaves its reader slot behind, pinning an old snapshot (so
                 # freed pages cannot be reused and the file grows); clear such slots of dead processes
                 self._env.reader_check()
-                self._write(self._init_meta)
+                if read_note(self.path) is None:  # a damaged store opens for reading only
+                    self._write(self._init_meta)
             with self._read() as txn:
                 schema = bytes(txn.get(b"schema", b"?", db=self._db["meta"]))
                 store_id = bytes(txn.get(b"store_id", b"", db=self._db["meta"]))
@@ -172,6 +188,8 @@ class LmdbStore:
         txn = self._begin_read()
         try:
             yield txn
+        except CORRUPTION as exc:
+            raise damaged(self.path, exc) from exc
         except lmdb.Error as exc:
             raise StorageError(f"store read failed: {exc}") from exc
         finally:
@@ -195,11 +213,14 @@ class LmdbStore:
     def _write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
         """Run `fn` in one write transaction and commit it (synced). A full map is grown ×2 and the
         transaction retried once; `fn` must therefore have no effects outside the transaction."""
+        refuse_writes_if_damaged(self.path)
         for attempt in range(3):
             self._gate.acquire_read()
             try:
                 with self.env.begin(write=True) as txn:
                     return fn(txn)
+            except CORRUPTION as exc:
+                raise damaged(self.path, exc) from exc
             except lmdb.MapFullError as exc:
                 if attempt:
                     raise StorageError(f"store is full at {self.env.info()['map_size']} bytes") from exc

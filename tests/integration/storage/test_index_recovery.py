@@ -79,7 +79,7 @@ def test_a_sparse_file_whose_arrays_disagree_is_rebuilt(home):
 
 def test_a_readable_file_of_another_index_is_not_taken_for_the_saved_one(home, tmp_path_factory):
     """A whole, valid file of a different size (a file copied from another data directory, a stale sibling):
-    the manifest's entry counts tell it apart."""
+    its checksum tells it apart (and, behind that, the manifest's entry counts)."""
     other = tmp_path_factory.mktemp("other")
     rng = np.random.default_rng(4)
     with LmdbStore(other / STORE_DIR) as store:
@@ -89,7 +89,7 @@ def test_a_readable_file_of_another_index_is_not_taken_for_the_saved_one(home, t
     shutil.copy(other / INDEX_DIR / "e09.binary.npz", home / INDEX_DIR / "e09.binary.npz")
     with LmdbStore(home / STORE_DIR) as store:
         assert saved_set_problems(home / INDEX_DIR, store) == [
-            "e09.binary.npz: holds 5 entries, the manifest says 30"]
+            "e09.binary.npz: checksum mismatch, the file changed after it was saved"]
         _assert_serves_every_memory(IndexSet.open(home / INDEX_DIR, store), store)
 
 

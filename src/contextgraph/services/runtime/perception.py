@@ -22,7 +22,7 @@ import numpy as np
 from contextgraph.config import Settings
 from contextgraph.constitution import Constitution
 from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, build_pipeline
-from contextgraph.errors import EmbeddingError
+from contextgraph.errors import EmbeddingError, StorageError
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.security.pii import redact
@@ -97,6 +97,8 @@ class Perception:
             if not ready:
                 raise EmbeddingError(f"The embedding model is still loading after {self._model_wait:.0f} s; retry "
                                      "shortly.", retry=True)
+        if isinstance(self._error, StorageError):  # the store failed to open, not the model: say what it said
+            raise StorageError(self._error.message, **self._error.data)
         if self._error is not None or self._pipeline is None:
             raise EmbeddingError(f"The embedding model could not be loaded ({type(self._error).__name__}: "
                                  f"{self._error}). `contextgraph doctor` says what is missing.")

@@ -90,8 +90,11 @@ class StoreHandle:
                     part.load_doc(saved)
             now, window = time.time(), self._recovery_window_s
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
-                purged = store.graph_write(lambda g: purge_expired(g, now, window))
-                _log.info("expired tombstones purged", count=len(purged))
+                try:
+                    purged = store.graph_write(lambda g: purge_expired(g, now, window))
+                    _log.info("expired tombstones purged", count=len(purged))
+                except StorageError as exc:  # a damaged store still opens for reading; the purge can wait
+                    _log.warning("expired tombstones not purged", error=exc.message)
 
     def _open_backend(self) -> tuple[MemoryStore, SearchIndexes]:
         """The store and its search: LMDB with process-local indexes caught up from its log, or PostgreSQL,
