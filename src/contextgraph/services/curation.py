@@ -84,6 +84,9 @@ class CurationService:
         self.neighbour_k = int(c["neighbour_k"])
         self.separator = str(c["merge_separator"])
         self.link_weight = float(constitution["graph"]["merge_link_weight"])
+        v = constitution["validation"]  # what one memory holds in all: annotations add up across calls
+        self.max_tags = int(v["tags"]["max_items"])
+        self.max_concepts = int(v["related_concepts"]["max_items"])
         # (threshold, domain, score, outcome, source) → ATC's outcome log (the composition root attaches it)
         self.observe_outcome: Callable[[str, str, float, float, str], None] = lambda *_: None
 
@@ -220,6 +223,10 @@ class CurationService:
             related = list(annotations.get("related_concepts") or [])
             if related:
                 current["related_concepts"] = list(dict.fromkeys([*current.get("related_concepts", []), *related]))
+            if added:  # a memory merged from many may hold more already: only what adds to it is refused
+                _within(node_id, "tags", len(tags), self.max_tags)
+            if related:
+                _within(node_id, "related_concepts", len(current["related_concepts"]), self.max_concepts)
             linked = []
             for other in related:  # a related concept that names a memory becomes a Relational edge
                 if other != node_id and g.exists(other) and g.get_edge(node_id, other, "Relational") is None:
@@ -394,3 +401,10 @@ class CurationService:
         out = await self._write(fn)
         await operation_pulse.fold_stored(self.storage, self.perception, ids)  # D16
         return out
+
+
+def _within(node_id: str, field: str, count: int, bound: int) -> None:
+    """Refuse (before anything is written) an annotation that would leave the memory more than `bound` of them."""
+    if count > bound:
+        raise InvalidParams(f"annotate_node would give memory {node_id} {count} {field}; a memory holds at most "
+                            f"{bound}. Nothing was changed.", field=f"annotations.{field}", max_items=bound)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # values from the constitution (see core.Modality)
     Category = str
 else:
     Category = Literal[tuple(_C["categories"])]
-ToolName = Field(min_length=1, max_length=128, description="A tool name or one of its aliases.")
+_NAME_MAX = int(_C.get("validation.tool_name.max_length"))
+ToolName = Field(min_length=1, max_length=_NAME_MAX, description="A tool name or one of its aliases.")
 
 
 def _entry(ctx: ToolContext, name: str) -> dict[str, Any]:
@@ -89,7 +90,8 @@ async def tool_describe(ctx: ToolContext, args: DescribeArgs) -> dict[str, Any]:
 
 # -- tool_load ---------------------------------------------------------------------------------------------------
 class LoadArgs(Args):
-    names: list[str] = Field(min_length=1, max_length=100, description="Tool names (or aliases) to activate.")
+    names: list[Annotated[str, Field(max_length=_NAME_MAX)]] = Field(
+        min_length=1, max_length=100, description="Tool names (or aliases) to activate.")
 
 
 async def tool_load(ctx: ToolContext, args: LoadArgs) -> dict[str, Any]:

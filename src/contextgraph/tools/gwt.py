@@ -19,7 +19,7 @@ from contextgraph.tools.validation import MemoryId
 
 _C = constitution()
 _K = _C["gwt"]["kuramoto"]["coupling"]
-SessionId = Field(None, min_length=1, max_length=128,
+SessionId = Field(None, min_length=1, max_length=_C["validation"]["session_id"]["max_length"],
                   description="Ignored (seed 004 compatibility): all sessions share one engine.")
 
 
