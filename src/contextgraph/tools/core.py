@@ -9,7 +9,7 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.fingerprint import MODALITIES
-from contextgraph.security.free_text import FREE_TEXT, REDACTED_ON_STORE
+from contextgraph.security.free_text import FREE_TEXT, IDENTIFIER, REDACTED_ON_STORE
 from contextgraph.services.cognition import utl_status as utl_status_view
 from contextgraph.services.manifest import build_manifest
 from contextgraph.services.memetic import memetic_status
@@ -41,7 +41,7 @@ class _MemoryArgs(Args):
                                                  description="Labels for filtering and grouping.")
     link_to: list[MemoryId] = Field(default_factory=list, max_length=32,
                                description="Ids of existing memories this one relates to.")
-    session_id: str | None = Field(None, min_length=1, max_length=_V["session_id"]["max_length"],
+    session_id: Annotated[str | None, IDENTIFIER] = Field(None, min_length=1, max_length=_V["session_id"]["max_length"],
                                    description="Working session it belongs to; defaults to the connection's.")
 
     def to_new_memory(self, ctx: ToolContext) -> NewMemory:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams, ToolNotFound
-from contextgraph.security.free_text import FREE_TEXT
+from contextgraph.security.free_text import FREE_TEXT, IDENTIFIER
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK
@@ -66,7 +66,7 @@ async def tool_find(ctx: ToolContext, args: FindArgs) -> dict[str, Any]:
 
 # -- tool_describe -----------------------------------------------------------------------------------------------
 class DescribeArgs(Args):
-    name: str = ToolName
+    name: Annotated[str, IDENTIFIER] = ToolName
 
 
 async def tool_describe(ctx: ToolContext, args: DescribeArgs) -> dict[str, Any]:
@@ -90,7 +90,7 @@ async def tool_describe(ctx: ToolContext, args: DescribeArgs) -> dict[str, Any]:
 
 # -- tool_load ---------------------------------------------------------------------------------------------------
 class LoadArgs(Args):
-    names: list[Annotated[str, Field(max_length=_NAME_MAX)]] = Field(
+    names: Annotated[list[Annotated[str, Field(max_length=_NAME_MAX)]], IDENTIFIER] = Field(
         min_length=1, max_length=100, description="Tool names (or aliases) to activate.")
 
 
@@ -132,7 +132,7 @@ async def tool_active(ctx: ToolContext, args: ActiveArgs) -> dict[str, Any]:
 
 # -- tool_call ---------------------------------------------------------------------------------------------------
 class CallArgs(Args):
-    name: str = ToolName
+    name: Annotated[str, IDENTIFIER] = ToolName
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
 
 

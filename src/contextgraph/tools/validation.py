@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams
+from contextgraph.security.pii import shown_identifier
 
 _V = constitution()["validation"]
 
@@ -38,6 +39,7 @@ Tag = Annotated[str, Field(max_length=_V["tags"]["max_length"])]
 Concept = Annotated[str, Field(max_length=_V["related_concepts"]["max_length"])]
 MAX_TAGS = int(_V["tags"]["max_items"])
 MAX_CONCEPTS = int(_V["related_concepts"]["max_items"])
+_NAME_MAX = int(_V["tool_name"]["max_length"])  # an unknown argument name is shown at most this long
 
 
 def _not_blank(value: Any) -> Any:
@@ -112,8 +114,16 @@ def _phrase(error: Mapping[str, Any], schema: dict[str, Any], allowed_fields: li
     return phrase
 
 
+def _shown_loc(error: Any, known: set[str]) -> Any:
+    """The error with an argument name the tool does not have redacted and cut short in its path: it is the
+    client's text, and the message, the error data and the log all show it."""
+    loc = tuple(p if not isinstance(p, str) or p in known else shown_identifier(p, _NAME_MAX) for p in error["loc"])
+    return {**error, "loc": loc}
+
+
 def invalid_params(tool: str, exc: ValidationError, schema: dict[str, Any]) -> InvalidParams:
-    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    known = {name for node in (schema, *schema.get("$defs", {}).values()) for name in node.get("properties", {})}
+    errors = [_shown_loc(e, known) for e in exc.errors(include_url=False, include_input=False, include_context=False)]
     allowed_fields = sorted(schema.get("properties", {}))
     first = errors[0]
     field = str(first["loc"][0]) if first["loc"] else None  # the argument to fix; errors[] hold the full path
