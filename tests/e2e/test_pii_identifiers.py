@@ -67,3 +67,12 @@ async def test_an_unknown_argument_name_is_redacted_in_the_error_and_the_log(cli
     described = await refusal(client, "tool_describe", {"name": f"tool_{EMAIL}"})
     assert leaked(described.message) == [] and leaked(described.data) == []
     assert leaked(await logs(client)) == []
+
+
+async def test_the_session_summary_prompt_finds_a_session_by_the_name_it_was_stored_under(client):
+    session = f"ops {SSN}"
+    await client.call_tool("store_memory", {"content": "The deploy failed on a timeout.", "rationale": WHY,
+                                            "session_id": session})
+    prompt = await client.get_prompt("session_summary", {"session_id": session})
+    text = prompt.messages[0].content.text
+    assert "(1 memories" in text and "ops [REDACTED:ssn]" in text and leaked(text) == []
