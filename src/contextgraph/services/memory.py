@@ -20,6 +20,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.embedders.e05_causal import CausalEmbedder, query_direction
 from contextgraph.embedders.e08_graph import mix
 from contextgraph.embedders.pipeline import FingerprintPipeline
+from contextgraph.errors import StorageError
 from contextgraph.fingerprint import Fingerprint, dense
 from contextgraph.log import get_logger
 from contextgraph.retrieval.modulation import Modulation
@@ -32,6 +33,7 @@ from contextgraph.services.memory_payloads import Injected, NewMemory, Searched,
 from contextgraph.services.perception import Perception
 from contextgraph.services.search import Retrieval, RetrievalSettings, Retriever
 from contextgraph.services.store_handle import StoreHandle
+from contextgraph.services.store_retries import RecentStores
 from contextgraph.services.teleology import TeleologyService
 from contextgraph.storage.base import MemoryRecord, NewTriple
 
@@ -50,6 +52,8 @@ class MemoryService:
         self.retrieval_settings = RetrievalSettings.from_constitution(constitution)
         self.edge_rules = AutoEdgeRules(constitution["graph"])
         self.flag_score = float(constitution["adversarial"]["flag_score"])
+        m = constitution["memory"]
+        self.recent_stores = RecentStores(float(m["retry_window_seconds"]), int(m["retry_remembered"]))
         # attached by the composition root: what the neuromodulators do to retrieval now, who hears of each
         # committed store (steering) and of each search's result count (an empty one raises noradrenaline)
         self.modulation: Callable[[], Modulation] | None = None
@@ -59,9 +63,25 @@ class MemoryService:
         self.after_results: list[Callable[[str, Retrieval], None]] = []
 
     async def store(self, new: NewMemory) -> Stored:
+        repeated = await self._repeated(new)
+        if repeated is not None:
+            return repeated
         # The UTL of every stored memory moves the pulse (SPEC D16), not only inject_context's: ~15-27 ms at 10K
         stored, _fingerprint, _utl = await self._store_one(new)
         return stored
+
+    async def _repeated(self, new: NewMemory) -> Stored | None:
+        """The memory a store of this content in this session made within the retry window, if it is live: a
+        retry gets it back instead of a copy (services.store_retries). A store that cannot be read now refuses
+        the retry (StorageError) rather than guess."""
+        memory_id = self.recent_stores.recent(new.content, new.session)
+        if memory_id is None:
+            return None
+        handle = await self.handle.ready()
+        record = await anyio.to_thread.run_sync(handle.store.get, memory_id, limiter=self.perception.reads)
+        if record is None:  # its commit failed, or it was forgotten since: stored anew
+            return None
+        return Stored(record, list(record.redactions), {}, deduplicated=True)
 
     async def inject(self, new: NewMemory, related_k: int) -> Injected:
         stored, fingerprint, result = await self._store_one(new)
@@ -182,6 +202,7 @@ class MemoryService:
             extra = {**extra, "adversarial": flags}
         now = time.time()
         memory_id = uuid.uuid4().hex
+        self.recent_stores.remember(new.content, new.session, memory_id)  # before the commit: its answer may be lost
         edges, temporal = rules.edges(memory_id, links, similar, causal, now)
         record = MemoryRecord(
             id=memory_id,
@@ -214,7 +235,7 @@ class MemoryService:
                 _log.exception("quarantine list update failed; the record itself carries the flag", id=record.id)
         # its automatic edges changed its neighbourhood and theirs: E8 follows in the background
         handle.refresh_e8([record.id, *(edge.other(record.id) for edge in edges)])
-        self.cognition.record(utl.delta_s, utl.delta_c, memory_count=store.count(),
+        self.cognition.record(utl.delta_s, utl.delta_c, memory_count=self._count_after_commit(),
                               learning_score=utl.learning_score,
                               predicted_learning_score=utl.predicted_learning_score)
         for hook in self.after_store:
@@ -226,6 +247,15 @@ class MemoryService:
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
         return Stored(record, list(record.redactions), timings), fingerprint, utl
+
+    def _count_after_commit(self) -> int:
+        """The memory count, read after a commit that stands whatever this read does: where the store cannot be
+        read now (its database died after the commit), the count before it plus this memory."""
+        try:
+            return self.handle.store.count()
+        except StorageError:
+            _log.warning("memory count unreadable after a commit; counted from the last known", exc_info=True)
+            return self.cognition.memory_count + 1
 
     def _apply_index(self, seq: int, fingerprint: Fingerprint) -> None:
         try:

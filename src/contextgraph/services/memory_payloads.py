@@ -43,6 +43,7 @@ class Stored:
     record: MemoryRecord
     redactions: list[str]
     timings_ms: dict[str, float]
+    deduplicated: bool = False  # a retry: the memory this content and session already had (services.store_retries)
 
     def payload(self) -> dict[str, Any]:
         r = self.record
@@ -63,6 +64,10 @@ class Stored:
         if self.redactions:
             payload["message"] = (f"{len(self.redactions)} secret(s) were replaced by [REDACTED:type] before "
                                   "anything was embedded or stored.")
+        if self.deduplicated:
+            payload["deduplicated"] = True
+            payload["message"] = ("This content was stored in this session moments ago: that memory is returned "
+                                  "instead of a second copy.")
         return payload
 
 

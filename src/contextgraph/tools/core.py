@@ -154,7 +154,8 @@ TOOLS = (
         "store_memory",
         "core",
         "Store a memory (content plus why it matters); durable when this returns. Search first to avoid "
-        "duplicates; inject_context also returns its novelty and the related memories.",
+        "duplicates; inject_context also returns its novelty and the related memories. A retry (same content and "
+        "session within 2 min) returns the stored memory, deduplicated: true.",
         StoreArgs,
         store_memory,
         keywords=("remember", "save", "write", "add", "note", "persist"),
