@@ -87,3 +87,34 @@ async def test_a_store_committed_before_the_server_died_is_answered_as_stored(ow
             assert other["id"] != stored["id"] and not other.get("deduplicated")  # another session's own copy
     finally:
         app.close()
+
+
+async def test_an_inject_committed_before_the_server_died_is_answered_as_stored(own_postgres, make_settings,
+                                                                               tmp_path):
+    """inject_context ranks the related memories after its commit: a store that cannot be read then leaves
+    them out, and says so, instead of failing a memory that is stored."""
+    with psycopg.connect(own_postgres.get_uri(), autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "cg_kill"')
+    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_STORE_URL=own_postgres.get_uri("cg_kill")))
+    try:
+        async with Client(build_server(app), mode="legacy") as client:
+            await client.call_tool("store_memory", {"content": "The deploy failed on a migration timeout.",
+                                                    "rationale": WHY})
+            store = app.services.storage.store
+            committed = store.put
+
+            def put_then_die(*args, **kwargs):
+                record = committed(*args, **kwargs)
+                kill(own_postgres)
+                return record
+
+            store.put = put_then_die
+            answer = await client.call_tool("inject_context", {"content": DEPLOY, "rationale": WHY})
+            assert not answer.is_error, answer.content[0].text
+            injected = answer.structured_content
+            assert injected["stored"] and injected["related"] == [] and injected["related_unavailable"] is True
+            store.put = committed
+            own_postgres.ensure_postgres_running()
+            assert injected["id"] in memory_ids(store)
+    finally:
+        app.close()

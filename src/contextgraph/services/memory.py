@@ -92,11 +92,15 @@ class MemoryService:
             # the candidates: the neighbourhood the UTL computation gathered from every space's own index
             # (the k nearest and the next k in each), already read; stages 3-5 rank them as search_graph would
             seqs = list(result.neighbourhood)
-            retrieval = await anyio.to_thread.run_sync(
-                lambda: self._retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
-                                                       related_k),
-                limiter=self.perception.reads,
-            )
+            try:
+                retrieval = await anyio.to_thread.run_sync(
+                    lambda: self._retriever(pipeline).rank(fingerprint, seqs,
+                                                           [result.neighbourhood[s] for s in seqs], related_k),
+                    limiter=self.perception.reads,
+                )
+            except StorageError:  # the memory is committed: unreadable neighbours are left out, not its error
+                _log.warning("related memories unreadable after a commit", id=stored.record.id, exc_info=True)
+                return Injected(stored, utl, [], related_unavailable=True)
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
                        for f in retrieval.found]
             self._compete(fingerprint, retrieval)

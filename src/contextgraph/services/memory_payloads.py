@@ -76,9 +76,15 @@ class Injected:
     stored: Stored
     utl: dict[str, Any]
     related: list[dict[str, Any]]
+    related_unavailable: bool = False  # stored, but the store could not be read for them after the commit
 
     def payload(self) -> dict[str, Any]:
-        return {**self.stored.payload(), "utl": self.utl, "related": self.related}
+        payload = {**self.stored.payload(), "utl": self.utl, "related": self.related}
+        if self.related_unavailable:
+            payload["related_unavailable"] = True
+            payload["message"] = ("Stored and durable; the related memories could not be read just after (the "
+                                  "store failed then). Search for them once it is back; do not store this again.")
+        return payload
 
 
 @dataclass
