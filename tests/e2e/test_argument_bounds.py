@@ -57,3 +57,31 @@ async def test_annotations_cannot_grow_a_memory_past_its_tag_bound(client):
     refused = await refusal(client, "annotate_node", {"node_id": stored["id"],
                                                       "annotations": {"related_concepts": ["one more"]}})
     assert refused.code == -32602 and refused.data["field"] == "annotations.related_concepts"
+
+
+DEPLOY = "The deploy failed because the database migration timed out after 30 seconds. "
+DEPLOY2 = "The deploy failed since the database migration hit its 30 second timeout. "
+
+
+async def test_a_merge_keeps_a_memory_within_the_bounds_a_store_has(client, app):
+    """A merged memory is a memory: its tags stop at the tag bound (the rest named in the answer) and a
+    concatenation past the content bound is refused, changing nothing."""
+    a = await call(client, "store_memory", {"content": DEPLOY, "rationale": WHY,
+                                            "tags": [f"a{i}" for i in range(32)]})
+    b = await call(client, "store_memory", {"content": DEPLOY2, "rationale": WHY,
+                                            "tags": [f"b{i}" for i in range(32)]})
+    merged = await call(client, "merge_concepts", {"source_node_ids": [a["id"], b["id"]], "target_name": "deploy",
+                                                   "rationale": WHY})
+    record = app.services.storage.store.get(merged["merged_id"])
+    assert list(record.tags) == [f"a{i}" for i in range(32)]
+    assert merged["tags_dropped"] == [f"b{i}" for i in range(32)]
+
+    long_a = await call(client, "store_memory", {"content": DEPLOY * 500, "rationale": WHY})
+    long_b = await call(client, "store_memory", {"content": DEPLOY2 * 500, "rationale": WHY})
+    count = app.services.storage.store.count()
+    refused = await refusal(client, "merge_concepts", {"source_node_ids": [long_a["id"], long_b["id"]],
+                                                       "target_name": "deploy", "rationale": WHY,
+                                                       "merge_strategy": "concatenate"})
+    assert refused.code == -32602 and refused.data["field"] == "merge_strategy"
+    assert refused.data["max_length"] == 65536 and "Nothing was changed" in refused.message
+    assert app.services.storage.store.count() == count
