@@ -23,6 +23,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from contextgraph.errors import ContextGraphError
+from contextgraph.security.pii import redact_identifier
 from contextgraph.services.container import Services
 from contextgraph.services.introspection.memetic import memetic_status
 
@@ -184,6 +185,8 @@ async def _curate_duplicates(services: Services, args: dict[str, str]) -> types.
 
 async def _session_summary(services: Services, args: dict[str, str]) -> types.GetPromptResult:
     session = (args.get("session_id") or "").strip() or None
+    if session is not None:  # stored sessions were redacted so: the same name finds them, and is not echoed
+        session = redact_identifier(session)[0]
     recent = await services.graph.recent(RECENT_LIMIT, None, session)
     memories = recent["memories"]
     scope = f"session {session}" if session else "the recent memories"

@@ -144,7 +144,7 @@ def build_server(app: App) -> ContextGraphServer:
 
         tool_ctx = app.tool_context(session_key(ctx), notify_tools_changed, ctx.session.report_progress)
         started = time.perf_counter()
-        entry: dict[str, Any] = {"tool": params.name}
+        entry: dict[str, Any] = {"tool": app.dispatcher.shown_name(params.name)}  # the client may send anything
         try:
             outcome = await app.dispatcher.call(params.name, params.arguments, tool_ctx, request_id=ctx.request_id)
         except ToolCallFailed as failure:

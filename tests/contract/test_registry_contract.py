@@ -95,3 +95,33 @@ def test_ci_runs_the_readme_test_command():
     serve, test = first_two
     assert "contextgraph serve" in serve
     assert test in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _unbounded(node, path, defs):
+    """Paths in a JSON Schema where a string has no maxLength or an array no maxItems. An enum is bounded by its
+    values; a date-time is bounded by its parser (anything but an ISO timestamp is refused)."""
+    if not isinstance(node, dict):
+        return []
+    if "$ref" in node:
+        return _unbounded(defs[node["$ref"].rsplit("/", 1)[-1]], path, defs)
+    found = []
+    kinds = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+    if "string" in kinds and "maxLength" not in node and "enum" not in node and node.get("format") != "date-time":
+        found.append(f"{path} (string without maxLength)")
+    if "array" in kinds and "maxItems" not in node:
+        found.append(f"{path} (array without maxItems)")
+    for name, sub in node.get("properties", {}).items():
+        found += _unbounded(sub, f"{path}.{name}", defs)
+    found += _unbounded(node.get("items"), f"{path}[]", defs)
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for sub in node.get(key, []):
+            found += _unbounded(sub, path, defs)
+    return found
+
+
+def test_every_string_and_array_argument_of_every_tool_is_bounded():
+    """A client can send any size it likes: every argument says its limit in the schema (and the model refuses
+    more with -32602), so no tag list or name grows every answer that lists it."""
+    unbounded = [hole for name, schema in REGISTRY.input_schemas.items()
+                 for hole in _unbounded(schema, name, schema.get("$defs", {}))]
+    assert not unbounded

@@ -47,7 +47,9 @@ async def test_store_memory_moves_the_pulse(client):
     pulses = [first["_cognitive_pulse"]]
     for text, modality in MEMORIES[1:]:
         pulses.append((await store(client, text, modality))["_cognitive_pulse"])
-    again = await store(client, MEMORIES[0][0])  # an exact duplicate: familiar, so entropy falls
+    # an exact duplicate (from another session: in the same one it would be taken for a retry): familiar, so
+    # entropy falls
+    again = await store(client, MEMORIES[0][0], session_id="another")
     assert again["_cognitive_pulse"]["entropy"] < pulses[-1]["entropy"]
     assert len({(p["entropy"], p["coherence"], p["learning_score"]) for p in pulses}) == len(pulses)
 
@@ -102,6 +104,25 @@ async def test_store_errors(client, app):
     info = await refusal(client, "store_memory", {"content": "c", "rationale": RATIONALE, "link_to": ["0" * 32]})
     assert info.code == -32012 and info.data["missing"] == ["0" * 32]
     assert app.services.storage.store.count() == 0  # failed calls left the store as it was
+
+
+async def test_a_retried_store_returns_the_memory_instead_of_a_copy(client, app):
+    """store_memory is idempotent for a while: the same content in the same session again (a client retrying
+    after an error it could not interpret) gets the stored memory back, marked, and the store holds one."""
+    first = await store(client, MEMORIES[0][0], tags=["deploy"])
+    again = await store(client, MEMORIES[0][0], tags=["deploy"])
+    assert again["id"] == first["id"] and again["deduplicated"] is True and "deduplicated" not in first
+    assert again["created_at"] == first["created_at"] and again["tags"] == ["deploy"]
+    store_ = app.services.storage.store
+    assert store_.count() == 1
+    elsewhere = await store(client, MEMORIES[0][0], session_id="another")  # another session keeps its own
+    assert elsewhere["id"] != first["id"] and "deduplicated" not in elsewhere
+    forgotten = await client.call_tool("forget_concept", {"node_id": first["id"], "reason": "obsolete",
+                                                          "rationale": RATIONALE})
+    assert not forgotten.is_error
+    anew = await store(client, MEMORIES[0][0])  # what was forgotten since is not handed back: stored anew
+    assert anew["id"] not in (first["id"], elsewhere["id"]) and "deduplicated" not in anew
+    assert store_.count() == 2
 
 
 async def test_links_and_importance_are_kept(client, app):

@@ -4,18 +4,20 @@ scratchpad, echo, log — can hold a secret a tool argument carried.
 
 A field is free text when its type is `Annotated[<type>, FREE_TEXT]` (or REDACTED_ON_STORE, below): a string,
 a list of strings, or None. Fields of a nested argument model (annotate_node's `annotations`) are visited
-whether or not the nesting field is marked. Identifiers (memory ids, session ids, tool names, hashes, times)
-are not free text: they are matched exactly, and most are pattern-checked already.
+whether or not the nesting field is marked. Identifiers the store checks by pattern (memory ids, hashes,
+times) are not free text. An identifier the client names freely (a session id: stored on every memory and
+an index key) is marked IDENTIFIER: it loses every kind, emails and phones included, whatever the settings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from contextgraph.security.pii import redact
+from contextgraph.security.pii import redact, redact_identifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,10 +28,12 @@ class FreeText:
     leave the service nothing to find, and the stored record would lose its kinds."""
 
     redacted_on_store: bool = False
+    identifier: bool = False
 
 
 FREE_TEXT = FreeText()
 REDACTED_ON_STORE = FreeText(redacted_on_store=True)
+IDENTIFIER = FreeText(identifier=True)
 
 
 def marker(model: type[BaseModel], field: str) -> FreeText | None:
@@ -80,7 +84,7 @@ def redact_arguments(args: BaseModel, prefix: str = "") -> tuple[BaseModel, list
             mark = marker(type(args), name)
             if mark is None:
                 continue
-            new = _redact_value(value, path, found)
+            new = _redact_value(value, path, found, redact_identifier if mark.identifier else redact)
             if mark.redacted_on_store:
                 new = value  # found, so the answer says where; replaced (and recorded) by the use-case
         if new is not value:
@@ -88,14 +92,15 @@ def redact_arguments(args: BaseModel, prefix: str = "") -> tuple[BaseModel, list
     return (args.model_copy(update=updates) if updates else args), found
 
 
-def _redact_value(value: Any, path: str, found: list[Redaction]) -> Any:
+def _redact_value(value: Any, path: str, found: list[Redaction],
+                  rules: Callable[[str], tuple[str, list[str]]]) -> Any:
     """A string, or a list / tuple of strings (or None), redacted; the same object when nothing changed."""
     if isinstance(value, str):
-        text, kinds = redact(value)
+        text, kinds = rules(value)
         found += [Redaction(path, kind) for kind in kinds]
         return text if kinds else value
     if isinstance(value, list | tuple):
-        items = [_redact_value(item, path, found) for item in value]
+        items = [_redact_value(item, path, found, rules) for item in value]
         return type(value)(items) if any(a is not b for a, b in zip(items, value)) else value
     return value
 

@@ -1,13 +1,16 @@
-"""PII redaction (docs/tools.md): API keys, AWS secret keys, passwords, bearer tokens, SSNs and card numbers (and,
-when `pii.redact_emails` says so, email addresses) are replaced by `[REDACTED:type]` before the text is
-embedded or stored, so no vector and no record ever holds them. security/free_text.py applies it to every
-free-text tool argument.
+"""PII redaction (docs/tools.md): API keys, AWS secret keys, passwords, bearer tokens, SSNs, card numbers, phone
+numbers (as `pii.redact_phones` says) and email addresses (as `pii.redact_emails` says) are replaced by
+`[REDACTED:type]` before the text is embedded or stored, so no vector and no record ever holds them.
+security/free_text.py applies it to every free-text tool argument, and `redact_identifier` to every identifier
+a client names.
 
-Text in, (redacted text, kinds found) out; the only input besides the text is the email setting. Patterns are
+Text in, (redacted text, kinds found) out; the only inputs besides the text are the two settings. Patterns are
 deliberately specific — a memory server that eats ordinary numbers and words is worse than useless — so card
-numbers must pass the Luhn check, and an AWS secret key is recognised only next to its name: a bare run of 40
-base64 characters is just as often a git commit hash or a checksum. Idempotent: a placeholder is never matched
-again, so text redacted twice (by the dispatcher and again by a service) comes out the same, with no kinds."""
+numbers must pass the Luhn check, an AWS secret key is recognised only next to its name (a bare run of 40
+base64 characters is just as often a git commit hash or a checksum), and a phone number only as people write
+one: a bare run of digits is as often a timestamp, an id or a literal in code. Idempotent: a placeholder is
+never matched again, so text redacted twice (by the dispatcher and again by a service) comes out the same,
+with no kinds."""
 
 from __future__ import annotations
 
@@ -58,6 +61,22 @@ _AWS_SECRET = (r"(?i)(?:\baws_?secret\w*|\bsecret_?access_?key)[\"']?\s*[:=]\s*[
 # letters-only last label, so "user@host" and "@decorator" stay.
 _EMAIL = r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
 
+# International: a + and 8-15 digits in groups (an optional "(0)" trunk prefix, a group in parentheses); the
+# + must not follow a word or digit, so offsets (+05:30 after a time) and exponents (1e+10) stay.
+_PHONE_INTL = (r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(0\))?(?:[ .-]?\(?\d{1,4}\)?){1,6}"
+               r"(?![\w-]|[.:]\d)")
+# North American with its area code: "(415) 555-0100", or "415-555-0100" / "415.555.0100" with one separator
+# throughout. Area code and exchange start with 2-9. Groups joined by spaces alone are not taken: "256 512 1024"
+# is far more often a list of numbers than a phone.
+_PHONE_NANP = (r"(?<![\w.+-])(?:\([2-9]\d{2}\) ?[2-9]\d{2}-|[2-9]\d{2}([-.])[2-9]\d{2}\1)\d{4}"
+               r"(?![\w-]|[.:]\d)")
+
+
+def _phone_digits_ok(candidate: str) -> bool:
+    digits = sum(c.isdigit() for c in candidate) - candidate.count("(0)")
+    return 8 <= digits <= 15
+
+
 _RULES = (
     _Rule("aws_secret_key", re.compile(_AWS_SECRET), group=1),
     _Rule("bearer_token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)"), group=1),
@@ -67,10 +86,14 @@ _RULES = (
         r"\s*[:=]\s*[\"']?([A-Za-z0-9\-._~+/]{12,})"), group=1),
     _Rule("password", re.compile(
         r"(?i)\b(?:password|passwd|pwd|passphrase)\s*[:=]\s*[\"']?" + _PLACEHOLDER + r"([^\s\"',;]{4,})"), group=1),
-    _Rule("ssn", re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")),
+    # an underscore ends it too (user_123-45-6789 in an identifier), where \b would not
+    _Rule("ssn", re.compile(r"(?<![A-Za-z0-9])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![A-Za-z0-9])")),
     _Rule("card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), accept=_luhn_ok),
 )
 _EMAIL_RULE = _Rule("email", re.compile(_EMAIL))
+# after the card rule: a Luhn-valid run of digits with a + before it is a card's number, not a phone's
+_PHONE_RULES = (_Rule("phone", re.compile(_PHONE_INTL), accept=_phone_digits_ok),
+                _Rule("phone", re.compile(_PHONE_NANP)))
 
 
 def emails_redacted() -> bool:
@@ -78,13 +101,28 @@ def emails_redacted() -> bool:
     return bool(constitution().get("pii.redact_emails"))
 
 
-def redact(text: str, *, emails: bool | None = None) -> tuple[str, list[str]]:
+def phones_redacted() -> bool:
+    """The constitution's choice (`pii.redact_phones`)."""
+    return bool(constitution().get("pii.redact_phones"))
+
+
+def redact_identifier(value: str) -> tuple[str, list[str]]:
+    """An identifier a client chose (a session id, a tool or argument name it asked for) with every kind
+    redacted, emails and phones whatever the settings: it is a key or a name, never content to recall."""
+    return redact(value, emails=True, phones=True)
+
+
+def redact(text: str, *, emails: bool | None = None, phones: bool | None = None) -> tuple[str, list[str]]:
     """The text with each secret replaced by [REDACTED:kind], and the kinds replaced (one entry per secret).
-    `emails`: whether addresses count as secrets; None takes the constitution's setting."""
+    `emails` / `phones`: whether addresses / phone numbers count as secrets; None takes the constitution's
+    setting."""
     found: list[str] = []
     if emails is None:
         emails = emails_redacted()
-    for rule in (*_RULES, _EMAIL_RULE) if emails else _RULES:
+    if phones is None:
+        phones = phones_redacted()
+    rules = (*_RULES, *(_PHONE_RULES if phones else ()), *((_EMAIL_RULE,) if emails else ()))
+    for rule in rules:
         def replace(match: re.Match[str], rule: _Rule = rule) -> str:
             secret = match.group(rule.group)
             if rule.accept is not None and not rule.accept(secret):
@@ -97,3 +135,11 @@ def redact(text: str, *, emails: bool | None = None) -> tuple[str, list[str]]:
 
         text = rule.pattern.sub(replace, text)
     return text, found
+
+
+def shown_identifier(value: str, limit: int) -> str:
+    """An identifier the server does not know (an unknown tool or argument name), as an error message or a log
+    line may show it: redacted (before it is cut, so a secret is not cut past recognition) and cut to `limit`
+    characters, so a name of megabytes is not sent back or logged whole."""
+    text, _kinds = redact_identifier(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

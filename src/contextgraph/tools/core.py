@@ -9,14 +9,14 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.fingerprint import MODALITIES
-from contextgraph.security.free_text import FREE_TEXT, REDACTED_ON_STORE
+from contextgraph.security.free_text import FREE_TEXT, IDENTIFIER, REDACTED_ON_STORE
 from contextgraph.services.diagnostics.manifest import build_manifest
 from contextgraph.services.engine.cognition import utl_status as utl_status_view
 from contextgraph.services.introspection.memetic import memetic_status
 from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
-from contextgraph.tools.validation import NOT_BLANK, MemoryId
+from contextgraph.tools.validation import MAX_TAGS, NOT_BLANK, MemoryId, Tag
 
 _V = constitution()["validation"]
 # The allowed values come from data (fingerprint.MODALITIES): pydantic validates against the Literal at run
@@ -37,11 +37,11 @@ class _MemoryArgs(Args):
     modality: Modality = Field("text", description="What kind of content this is.")
     importance: float = Field(0.5, ge=_V["importance"]["min"], le=_V["importance"]["max"],
                               description="How much this matters, 0-1.")
-    tags: Annotated[list[str], FREE_TEXT] = Field(default_factory=list, max_length=32,
+    tags: Annotated[list[Tag], FREE_TEXT] = Field(default_factory=list, max_length=MAX_TAGS,
                                                  description="Labels for filtering and grouping.")
     link_to: list[MemoryId] = Field(default_factory=list, max_length=32,
                                description="Ids of existing memories this one relates to.")
-    session_id: str | None = Field(None, min_length=1, max_length=128,
+    session_id: Annotated[str | None, IDENTIFIER] = Field(None, min_length=1, max_length=_V["session_id"]["max_length"],
                                    description="Working session it belongs to; defaults to the connection's.")
 
     def to_new_memory(self, ctx: ToolContext) -> NewMemory:
@@ -154,7 +154,8 @@ TOOLS = (
         "store_memory",
         "core",
         "Store a memory (content plus why it matters); durable when this returns. Search first to avoid "
-        "duplicates; inject_context also returns its novelty and the related memories.",
+        "duplicates; inject_context also returns its novelty and the related memories. A retry (same content and "
+        "session within 2 min) returns the stored memory, deduplicated: true.",
         StoreArgs,
         store_memory,
         keywords=("remember", "save", "write", "add", "note", "persist"),

@@ -11,7 +11,7 @@ from contextgraph.constitution import constitution
 from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
-from contextgraph.tools.validation import NOT_BLANK, MemoryId
+from contextgraph.tools.validation import MAX_CONCEPTS, MAX_TAGS, NOT_BLANK, Concept, MemoryId, Tag
 
 _V = constitution()["validation"]
 Rationale = Field(min_length=_V["rationale"]["min_length"], max_length=_V["rationale"]["max_length"],
@@ -38,12 +38,12 @@ async def merge_concepts(ctx: ToolContext, args: MergeArgs) -> dict[str, Any]:
 
 class Annotations(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    tags: Annotated[list[str] | None, FREE_TEXT] = Field(None, max_length=32, description="Labels to add.")
+    tags: Annotated[list[Tag] | None, FREE_TEXT] = Field(None, max_length=MAX_TAGS, description="Labels to add.")
     domain: Domain | None = Field(None, description="The knowledge domain.")
     confidence: float | None = Field(None, ge=0.0, le=1.0, description="How sure the content is, 0-1.")
     notes: Annotated[str | None, FREE_TEXT] = Field(None, max_length=2000, description="Free-text notes.")
-    related_concepts: Annotated[list[str] | None, FREE_TEXT] = Field(
-        None, max_length=32, description="Related concepts; a memory id here also gets a Relational edge.")
+    related_concepts: Annotated[list[Concept] | None, FREE_TEXT] = Field(
+        None, max_length=MAX_CONCEPTS, description="Related concepts; a memory id here also gets a Relational edge.")
 
 
 class AnnotateArgs(Args):

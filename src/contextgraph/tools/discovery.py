@@ -8,7 +8,7 @@ from pydantic import Field
 
 from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams, ToolNotFound
-from contextgraph.security.free_text import FREE_TEXT
+from contextgraph.security.free_text import FREE_TEXT, IDENTIFIER
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.spec import Args, ToolSpec
 from contextgraph.tools.validation import NOT_BLANK
@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # values from the constitution (see core.Modality)
     Category = str
 else:
     Category = Literal[tuple(_C["categories"])]
-ToolName = Field(min_length=1, max_length=128, description="A tool name or one of its aliases.")
+_NAME_MAX = int(_C.get("validation.tool_name.max_length"))
+ToolName = Field(min_length=1, max_length=_NAME_MAX, description="A tool name or one of its aliases.")
 
 
 def _entry(ctx: ToolContext, name: str) -> dict[str, Any]:
@@ -65,7 +66,7 @@ async def tool_find(ctx: ToolContext, args: FindArgs) -> dict[str, Any]:
 
 # -- tool_describe -----------------------------------------------------------------------------------------------
 class DescribeArgs(Args):
-    name: str = ToolName
+    name: Annotated[str, IDENTIFIER] = ToolName
 
 
 async def tool_describe(ctx: ToolContext, args: DescribeArgs) -> dict[str, Any]:
@@ -89,7 +90,8 @@ async def tool_describe(ctx: ToolContext, args: DescribeArgs) -> dict[str, Any]:
 
 # -- tool_load ---------------------------------------------------------------------------------------------------
 class LoadArgs(Args):
-    names: list[str] = Field(min_length=1, max_length=100, description="Tool names (or aliases) to activate.")
+    names: Annotated[list[Annotated[str, Field(max_length=_NAME_MAX)]], IDENTIFIER] = Field(
+        min_length=1, max_length=100, description="Tool names (or aliases) to activate.")
 
 
 async def tool_load(ctx: ToolContext, args: LoadArgs) -> dict[str, Any]:
@@ -130,7 +132,7 @@ async def tool_active(ctx: ToolContext, args: ActiveArgs) -> dict[str, Any]:
 
 # -- tool_call ---------------------------------------------------------------------------------------------------
 class CallArgs(Args):
-    name: str = ToolName
+    name: Annotated[str, IDENTIFIER] = ToolName
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
 
 

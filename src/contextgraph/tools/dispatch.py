@@ -20,6 +20,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.errors import ContextGraphError, InvalidParams, MissingRationale, ToolNotFound
 from contextgraph.log import get_logger
 from contextgraph.security.free_text import redact_arguments, report_redactions
+from contextgraph.security.pii import shown_identifier
 from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.tools.context import ToolContext
 from contextgraph.tools.registry import Registry
@@ -59,6 +60,7 @@ class Dispatcher:
         self.cognition = cognition  # the pulse on every answer
         self._rationale_required = frozenset(constitution.get("validation.rationale_required"))
         self._rationale_min = int(constitution.get("validation.rationale.min_length"))
+        self._name_max = int(constitution.get("validation.tool_name.max_length"))
         self.observers: list[CallObserver] = []  # the engine history (services.history) listens here
         # (canonical name, validated arguments) of every call that succeeded: ATC hears which memories were used
         self.argument_observers: list[Callable[[str, dict[str, Any]], None]] = []
@@ -66,38 +68,45 @@ class Dispatcher:
     async def call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any = None) -> CallOutcome:
         """Run one tool call end to end. Raises ToolCallFailed; never anything else. Every log line written while
         it runs (services and storage included) carries its request id and tool name."""
-        tool = name if isinstance(name, str) else None
+        tool = self.shown_name(name) if isinstance(name, str) else None
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool):
-            return await self._call(name, arguments, ctx, request_id)
+            return await self._call(name, tool, arguments, ctx, request_id)
 
-    async def _call(self, name: Any, arguments: Any, ctx: ToolContext, request_id: Any) -> CallOutcome:
+    def shown_name(self, name: str) -> str:
+        """The tool name as errors, logs and the call history may show it: a registered name or alias as it
+        is, any other redacted and cut short (a client may send anything as a name)."""
+        return name if self.registry.resolve(name) is not None else shown_identifier(name, self._name_max)
+
+    async def _call(self, name: Any, shown: str | None, arguments: Any, ctx: ToolContext,
+                    request_id: Any) -> CallOutcome:
         started = time.perf_counter()
         canonical: str | None = None
+        label = shown if shown is not None else name  # what messages, logs and observers name the call by
         try:
             canonical, payload = await self.run(name, arguments, ctx)
         except ContextGraphError as exc:
             failure = self._failure(exc)
-            self._log_call(name, canonical, started, "error", code=failure.code)
-            self._observe(name, canonical, started, False, failure.data.get(PULSE_KEY))
+            self._log_call(label, canonical, started, "error", code=failure.code)
+            self._observe(label, canonical, started, False, failure.data.get(PULSE_KEY))
             raise failure from None
         except Exception:
             error_id = uuid.uuid4().hex[:12]
             _log.exception("tool call crashed", error_id=error_id)
             failure = self._failure(
                 ContextGraphError(
-                    f"Internal error while running {name} (error id {error_id}). The failure is logged; "
+                    f"Internal error while running {label} (error id {error_id}). The failure is logged; "
                     f"get_system_logs level=error shows the entry with this id.",
                     error_id=error_id,
                     request_id=request_id,
                 )
             )
-            self._log_call(name, canonical, started, "crash", code=failure.code)
-            self._observe(name, canonical, started, False, failure.data.get(PULSE_KEY))
+            self._log_call(label, canonical, started, "crash", code=failure.code)
+            self._observe(label, canonical, started, False, failure.data.get(PULSE_KEY))
             raise failure from None
         payload = dict(payload)
         payload[PULSE_KEY] = self.cognition.pulse()
-        self._log_call(name, canonical, started, "ok")
-        self._observe(name, canonical, started, True, payload[PULSE_KEY])
+        self._log_call(label, canonical, started, "ok")
+        self._observe(label, canonical, started, True, payload[PULSE_KEY])
         return CallOutcome(canonical, name if name != canonical else None, payload)
 
     async def run(self, name: Any, arguments: Any, ctx: ToolContext) -> tuple[str, dict[str, Any]]:
@@ -107,7 +116,7 @@ class Dispatcher:
             raise InvalidParams("Tool name must be a string.", field="name")
         canonical = registry.resolve(name)
         if canonical is None:
-            raise ToolNotFound(registry.unknown_tool_message(name), tool=name, suggestions=registry.suggestions(name))
+            raise self.not_found(name)
         if canonical != name:
             _log.debug("Resolved tool alias to canonical name", alias=name, canonical=canonical)
         spec = registry.specs[canonical]
@@ -142,6 +151,13 @@ class Dispatcher:
                 except Exception:  # an observer's fault must never turn an answered call into a failure
                     _log.exception("argument observer failed")
         return canonical, report_redactions(payload, redactions)
+
+    def not_found(self, name: str) -> ToolNotFound:
+        """-32004 for a name no tool has: the name shown redacted and cut short, suggestions from what is left
+        of it (they are registered names, so nothing of the client's text comes back through them)."""
+        shown = self.shown_name(name)
+        return ToolNotFound(self.registry.unknown_tool_message(shown), tool=shown,
+                            suggestions=self.registry.suggestions(name[: self._name_max]))
 
     def _failure(self, exc: ContextGraphError) -> ToolCallFailed:
         entry = self.constitution.error(exc.code_name)

@@ -4,11 +4,12 @@ services.workspace, the math in gwt/ and utl/."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
 from contextgraph.constitution import constitution
+from contextgraph.security.free_text import IDENTIFIER
 from contextgraph.services.engine.gwt import consciousness_state, ego_state, kuramoto_sync
 from contextgraph.services.introspection.epistemic import epistemic_action as epistemic_view
 from contextgraph.services.introspection.johari import classify_memory
@@ -19,12 +20,12 @@ from contextgraph.tools.validation import MemoryId
 
 _C = constitution()
 _K = _C["gwt"]["kuramoto"]["coupling"]
-SessionId = Field(None, min_length=1, max_length=128,
+SessionId = Field(None, min_length=1, max_length=_C["validation"]["session_id"]["max_length"],
                   description="Ignored (older clients send it): all sessions share one engine.")
 
 
 class SyncArgs(Args):
-    session_id: str | None = SessionId
+    session_id: Annotated[str | None, IDENTIFIER] = SessionId
 
 
 async def get_kuramoto_sync(ctx: ToolContext, args: SyncArgs) -> dict[str, Any]:
@@ -50,7 +51,7 @@ async def adjust_coupling(ctx: ToolContext, args: CouplingArgs) -> dict[str, Any
 
 
 class ConsciousnessArgs(Args):
-    session_id: str | None = SessionId
+    session_id: Annotated[str | None, IDENTIFIER] = SessionId
 
 
 async def get_consciousness_state(ctx: ToolContext, args: ConsciousnessArgs) -> dict[str, Any]:
@@ -69,7 +70,7 @@ async def get_johari_classification(ctx: ToolContext, args: JohariArgs) -> dict[
 
 
 class WorkspaceArgs(Args):
-    session_id: str | None = SessionId
+    session_id: Annotated[str | None, IDENTIFIER] = SessionId
 
 
 async def get_workspace_status(ctx: ToolContext, args: WorkspaceArgs) -> dict[str, Any]:
@@ -78,7 +79,7 @@ async def get_workspace_status(ctx: ToolContext, args: WorkspaceArgs) -> dict[st
 
 
 class EgoArgs(Args):
-    session_id: str | None = SessionId
+    session_id: Annotated[str | None, IDENTIFIER] = SessionId
 
 
 async def get_ego_state(ctx: ToolContext, args: EgoArgs) -> dict[str, Any]:
@@ -104,7 +105,7 @@ async def trigger_workspace_broadcast(ctx: ToolContext, args: BroadcastArgs) -> 
 
 
 class EpistemicArgs(Args):
-    session_id: str | None = SessionId
+    session_id: Annotated[str | None, IDENTIFIER] = SessionId
     force: bool = Field(False, description="Generate a question regardless of the coherence state.")
 
 

@@ -29,7 +29,8 @@ def _ts(value: datetime | None) -> float | None:
 class NeighborhoodArgs(Args):
     node_id: MemoryId
     depth: int = Field(1, ge=1, le=3, description="Traversal depth (hops).")
-    edge_types: list[EdgeType] | None = Field(None, description="Only edges of these types.")
+    edge_types: list[EdgeType] | None = Field(None, max_length=len(EDGE_TYPES),
+                                              description="Only edges of these types.")
     min_weight: float = Field(0.3, ge=0.0, le=1.0, description="Skip edges whose base weight is below this.")
 
 

@@ -11,7 +11,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from contextgraph.constitution import constitution
 from contextgraph.errors import InvalidParams
+from contextgraph.security.pii import shown_identifier
+
+_V = constitution()["validation"]
 
 # Memories are keyed by 32 lowercase hex characters (uuid4().hex); clients copy ids back in either UUID
 # spelling, so every memory-id argument accepts both and hands the handler the stored form.
@@ -30,6 +34,14 @@ MemoryId = Annotated[str, Field(min_length=32, max_length=36, pattern=UUID_PATTE
                                      "description": "Memory id: 32 hex characters (UUID hyphens allowed)."})]
 
 
+# One label, one related concept: the list's own bound (how many) is on the field that holds them.
+Tag = Annotated[str, Field(max_length=_V["tags"]["max_length"])]
+Concept = Annotated[str, Field(max_length=_V["related_concepts"]["max_length"])]
+MAX_TAGS = int(_V["tags"]["max_items"])
+MAX_CONCEPTS = int(_V["related_concepts"]["max_items"])
+_NAME_MAX = int(_V["tool_name"]["max_length"])  # an unknown argument name is shown at most this long
+
+
 def _not_blank(value: Any) -> Any:
     if isinstance(value, str) and value and not value.strip():
         raise PydanticCustomError("blank_text", "must contain some text, not only whitespace")
@@ -46,15 +58,33 @@ _BOUNDS = (("minimum", "min"), ("exclusiveMinimum", "min_exclusive"), ("maximum"
            ("minItems", "min_items"), ("maxItems", "max_items"))
 
 
-def _property(schema: dict[str, Any], field: str | None) -> dict[str, Any]:
-    prop = dict(schema.get("properties", {}).get(field, {})) if field else {}
-    # Optional fields are anyOf [X, null]; enums may sit behind a $ref into $defs.
+def _resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    prop = dict(node)
+    # Optional fields are anyOf [X, null]; enums and nested models sit behind a $ref into $defs.
     for option in prop.pop("anyOf", []):
         if option.get("type") != "null":
             prop.update(option)
     ref = prop.pop("$ref", None)
     if ref:
         prop.update(schema.get("$defs", {}).get(ref.rsplit("/", 1)[-1], {}))
+    return prop
+
+
+def _property(schema: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
+    """The schema of what `loc` points at: a field, an item of a list field (an index), a nested model's
+    field; so a too-long tag reports the tag's bound, not the list's."""
+    prop: dict[str, Any] = {}
+    node = schema
+    for part in loc:
+        if isinstance(part, int):
+            if "items" not in node:
+                break
+            prop = _resolved(schema, node["items"])
+        else:
+            if part not in node.get("properties", {}):
+                break
+            prop = _resolved(schema, node["properties"][part])
+        node = prop
     return prop
 
 
@@ -76,7 +106,7 @@ def _phrase(error: Mapping[str, Any], schema: dict[str, Any], allowed_fields: li
     if kind == "missing":
         return f"missing required argument '{loc}'"
     phrase = f"argument '{loc}': {error['msg']}" if loc else f"arguments: {error['msg']}"
-    limits = _constraints(_property(schema, str(error["loc"][0]) if error["loc"] else None))
+    limits = _constraints(_property(schema, tuple(error["loc"])))
     if "allowed" in limits:
         phrase += " (allowed values: " + ", ".join(repr(v) for v in limits.pop("allowed")) + ")"
     if limits:
@@ -84,14 +114,22 @@ def _phrase(error: Mapping[str, Any], schema: dict[str, Any], allowed_fields: li
     return phrase
 
 
+def _shown_loc(error: Any, known: set[str]) -> Any:
+    """The error with an argument name the tool does not have redacted and cut short in its path: it is the
+    client's text, and the message, the error data and the log all show it."""
+    loc = tuple(p if not isinstance(p, str) or p in known else shown_identifier(p, _NAME_MAX) for p in error["loc"])
+    return {**error, "loc": loc}
+
+
 def invalid_params(tool: str, exc: ValidationError, schema: dict[str, Any]) -> InvalidParams:
-    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    known = {name for node in (schema, *schema.get("$defs", {}).values()) for name in node.get("properties", {})}
+    errors = [_shown_loc(e, known) for e in exc.errors(include_url=False, include_input=False, include_context=False)]
     allowed_fields = sorted(schema.get("properties", {}))
     first = errors[0]
-    field = str(first["loc"][0]) if first["loc"] else None
+    field = str(first["loc"][0]) if first["loc"] else None  # the argument to fix; errors[] hold the full path
     data: dict[str, Any] = {
         "field": field,
-        **_constraints(_property(schema, field)),
+        **_constraints(_property(schema, tuple(first["loc"]))),
         "errors": [{"field": ".".join(str(p) for p in e["loc"]), "type": e["type"], "message": e["msg"]}
                    for e in errors],
     }

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contextgraph.security.free_text import (
     FREE_TEXT,
+    IDENTIFIER,
     REDACTED_ON_STORE,
     Redaction,
     free_text_fields,
@@ -20,10 +21,11 @@ from contextgraph.security.free_text import (
 )
 from contextgraph.tools.catalog import CATEGORY_MODULES
 
-# String arguments that are matched exactly, not read: ids, hashes, tool names. Redacting one would only
-# break the lookup it is for. Anything else that takes a string is free text and must carry the marker.
+# String arguments that are matched exactly, not read: ids and hashes the server made. Redacting one would only
+# break the lookup it is for. Identifiers a client names freely (session ids, tool names) are marked IDENTIFIER;
+# anything else that takes a string is free text and must carry the marker.
 IDENTIFIERS = {"node_id", "memory_id", "source_id", "target_id", "vertex_id", "source_node_ids", "link_to",
-               "session_id", "citation_tag", "reversal_hash", "name", "names",
+               "citation_tag", "reversal_hash",
                # issue 18: omni_infer's memory ids, test_recall_accuracy's expected ids, reload_manifest's file path
                "source", "target", "expected_node_ids", "path",
                # issue 15: stored vectors, profiles, north stars and goals, all looked up by id
@@ -120,3 +122,15 @@ def test_report_merges_with_what_the_service_reported(payload, expected):
 def test_report_leaves_a_clean_answer_alone():
     payload = {"id": "x"}
     assert report_redactions(payload, []) is payload
+
+
+def test_an_identifier_loses_emails_and_phones_whatever_the_settings():
+    class Ids(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        session_id: Annotated[str | None, IDENTIFIER] = None
+        note: Annotated[str | None, FREE_TEXT] = None
+
+    args, found = redact_arguments(Ids(session_id="alice@example.com +1 415 555 0100", note="alice@example.com"))
+    assert args.session_id == "[REDACTED:email] [REDACTED:phone]"
+    assert args.note == "alice@example.com"  # free text keeps addresses: pii.redact_emails is false
+    assert {(r.field, r.kind) for r in found} == {("session_id", "email"), ("session_id", "phone")}

@@ -85,6 +85,10 @@ class CurationService:
         self.neighbour_k = int(c["neighbour_k"])
         self.separator = str(c["merge_separator"])
         self.link_weight = float(constitution["graph"]["merge_link_weight"])
+        v = constitution["validation"]  # what one memory holds in all: annotations and merges add up
+        self.max_tags = int(v["tags"]["max_items"])
+        self.max_concepts = int(v["related_concepts"]["max_items"])
+        self.max_content = int(v["content"]["max_length"])
         # (threshold, domain, score, outcome, source) → ATC's outcome log (the composition root attaches it)
         # ATC's outcome of each θ_dup decision a merge confirms (threshold, domain, score, outcome, source)
         self.observe_outcome = observe_outcome or (lambda *_: None)
@@ -222,6 +226,10 @@ class CurationService:
             related = list(annotations.get("related_concepts") or [])
             if related:
                 current["related_concepts"] = list(dict.fromkeys([*current.get("related_concepts", []), *related]))
+            if added:  # a memory merged from many may hold more already: only what adds to it is refused
+                _within(node_id, "tags", len(tags), self.max_tags)
+            if related:
+                _within(node_id, "related_concepts", len(current["related_concepts"]), self.max_concepts)
             linked = []
             for other in related:  # a related concept that names a memory becomes a Relational edge
                 if other != node_id and g.exists(other) and g.get_edge(node_id, other, "Relational") is None:
@@ -308,6 +316,12 @@ class CurationService:
             content = self.separator.join(r.content for r in records)
         else:
             content = extractive_summary([r.content for r in records])
+        if len(content) > self.max_content:  # before anything is embedded or written
+            raise InvalidParams(
+                f"merge_concepts ({strategy}) would make a memory of {len(content)} characters; a memory holds at "
+                f"most {self.max_content}. Use summarize or keep_highest, or merge fewer. Nothing was changed.",
+                field="merge_strategy", max_length=self.max_content)
+        tags = tuple(dict.fromkeys(t for r in records for t in r.tags))
         head = ordered[0]
         (fingerprint,), (triples,) = await self.perception.embed_texts([content], head.modality, head.session)
         blob = encode_fingerprint(fingerprint)
@@ -323,7 +337,7 @@ class CurationService:
         merged = MemoryRecord(
             id=merged_id, content=content, rationale=rationale, modality=head.modality, session=head.session,
             created_at=now, updated_at=now, importance=max(r.importance for r in records),
-            tags=tuple(dict.fromkeys(t for r in records for t in r.tags)),
+            tags=tags[: self.max_tags],  # the first sources' first: what the bound leaves out is named in the answer
             redactions=tuple(dict.fromkeys(x for r in records for x in r.redactions)),
             session_position=head.session_position,
             extra={"name": target_name, "merged_from": ids, "merge_strategy": strategy},
@@ -357,7 +371,8 @@ class CurationService:
             return {"merged": True, "merged_id": merged_id, "target_name": target_name, "strategy": strategy,
                     "content": content, "sources": ids, "inherited_edges": len(inherited), "reversal_hash": h,
                     "min_prior_cosine": round(min_cos, 4),
-                    **({"summary_method": SUMMARIZE_METHOD} if strategy == "summarize" else {})}
+                    **({"summary_method": SUMMARIZE_METHOD} if strategy == "summarize" else {}),
+                    **({"tags_dropped": list(tags[self.max_tags:])} if len(tags) > self.max_tags else {})}
 
         out = await self._write(fn)
         operation_pulse.fold(self.storage, [utl])
@@ -397,3 +412,10 @@ class CurationService:
         out = await self._write(fn)
         await operation_pulse.fold_stored(self.storage, self.perception, ids)  # D16
         return out
+
+
+def _within(node_id: str, field: str, count: int, bound: int) -> None:
+    """Refuse (before anything is written) an annotation that would leave the memory more than `bound` of them."""
+    if count > bound:
+        raise InvalidParams(f"annotate_node would give memory {node_id} {count} {field}; a memory holds at most "
+                            f"{bound}. Nothing was changed.", field=f"annotations.{field}", max_items=bound)

@@ -18,6 +18,7 @@ import anyio
 from contextgraph.constitution import Constitution
 from contextgraph.embedders.e05_causal import query_direction
 from contextgraph.embedders.pipeline import FingerprintPipeline
+from contextgraph.errors import StorageError
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
 from contextgraph.retrieval.modulation import Modulation
@@ -27,6 +28,7 @@ from contextgraph.services.memory.memory_payloads import Injected, NewMemory, Se
 from contextgraph.services.memory.purpose_port import PurposeSource
 from contextgraph.services.memory.search import Retrieval, RetrievalSettings, Retriever
 from contextgraph.services.memory.store_pipeline import Committed, Incoming, MemoryListeners, StorePipeline
+from contextgraph.services.memory.store_retries import RecentStores
 from contextgraph.services.runtime import operation_pulse
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.services.runtime.store_handle import StoreHandle
@@ -52,13 +54,30 @@ class MemoryService:
         self.edge_rules = AutoEdgeRules(constitution["graph"])
         self.modulation = modulation
         self.listeners = listeners or MemoryListeners()
+        m = constitution["memory"]
+        self.recent_stores = RecentStores(float(m["retry_window_seconds"]), int(m["retry_remembered"]))
         flag_score = float(constitution["adversarial"]["flag_score"])
         self.pipeline = StorePipeline(handle, perception, self.edge_rules, flag_score, teleology, self.listeners)
 
     async def store(self, new: NewMemory) -> Stored:
+        repeated = await self._repeated(new)
+        if repeated is not None:
+            return repeated
         # The UTL of every stored memory moves the pulse (docs/utl.md), not only inject_context's: ~15-27 ms at 10K
         stored, _fingerprint, _utl = await self._store_one(new)
         return stored
+
+    async def _repeated(self, new: NewMemory) -> Stored | None:
+        """The memory a store of this content in this session made within the retry window, if it is live: a
+        retry gets it back instead of a copy (services.memory.store_retries). A store that cannot be read now
+        refuses the retry (StorageError) rather than guess."""
+        memory_id = self.recent_stores.recent(new.content, new.session)
+        if memory_id is None:
+            return None
+        record = await self.handle.read(lambda store: store.get(memory_id))
+        if record is None:  # its commit failed, or it was forgotten since: stored anew
+            return None
+        return Stored(record, list(record.redactions), {}, deduplicated=True)
 
     async def inject(self, new: NewMemory, related_k: int) -> Injected:
         stored, fingerprint, result = await self._store_one(new)
@@ -69,11 +88,15 @@ class MemoryService:
             # the candidates: the neighbourhood the UTL computation gathered from every space's own index
             # (the k nearest and the next k in each), already read; stages 3-5 rank them as search_graph would
             seqs = list(result.neighbourhood)
-            retrieval = await anyio.to_thread.run_sync(
-                lambda: self.retriever(pipeline).rank(fingerprint, seqs, [result.neighbourhood[s] for s in seqs],
-                                                       related_k),
-                limiter=self.perception.reads,
-            )
+            try:
+                retrieval = await anyio.to_thread.run_sync(
+                    lambda: self.retriever(pipeline).rank(fingerprint, seqs,
+                                                          [result.neighbourhood[s] for s in seqs], related_k),
+                    limiter=self.perception.reads,
+                )
+            except StorageError:  # the memory is committed: unreadable neighbours are left out, not its error
+                _log.warning("related memories unreadable after a commit", id=stored.record.id, exc_info=True)
+                return Injected(stored, utl, [], related_unavailable=True)
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
                        for f in retrieval.found]
             self._compete(fingerprint, retrieval)
@@ -159,6 +182,7 @@ class MemoryService:
         (scored,) = await self.pipeline.score(pipeline, [item], [fingerprint], [triples], [links])
         now = time.time()
         memory_id = uuid.uuid4().hex
+        self.recent_stores.remember(new.content, new.session, memory_id)  # before the commit: its answer may be lost
         edges, temporal = rules.edges(memory_id, links, scored.similar, scored.causal, now)
         record = MemoryRecord(
             id=memory_id,

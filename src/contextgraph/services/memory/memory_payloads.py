@@ -43,6 +43,7 @@ class Stored:
     record: MemoryRecord
     redactions: list[str]
     timings_ms: dict[str, float]
+    deduplicated: bool = False  # a retry: the memory this content and session already had (store_retries)
 
     def payload(self) -> dict[str, Any]:
         r = self.record
@@ -63,6 +64,10 @@ class Stored:
         if self.redactions:
             payload["message"] = (f"{len(self.redactions)} secret(s) were replaced by [REDACTED:type] before "
                                   "anything was embedded or stored.")
+        if self.deduplicated:
+            payload["deduplicated"] = True
+            payload["message"] = ("This content was stored in this session moments ago: that memory is returned "
+                                  "instead of a second copy.")
         return payload
 
 
@@ -71,9 +76,15 @@ class Injected:
     stored: Stored
     utl: dict[str, Any]
     related: list[dict[str, Any]]
+    related_unavailable: bool = False  # stored, but the store could not be read for them after the commit
 
     def payload(self) -> dict[str, Any]:
-        return {**self.stored.payload(), "utl": self.utl, "related": self.related}
+        payload = {**self.stored.payload(), "utl": self.utl, "related": self.related}
+        if self.related_unavailable:
+            payload["related_unavailable"] = True
+            payload["message"] = ("Stored and durable; the related memories could not be read just after (the "
+                                  "store failed then). Search for them once it is back; do not store this again.")
+        return payload
 
 
 @dataclass

