@@ -38,6 +38,7 @@ from contextgraph.transports.client_identity import ClientIdentity
 from contextgraph.transports.event_store import InMemoryEventStore, SessionManager
 from contextgraph.transports.http_envelope import EnvelopeGuard
 from contextgraph.transports.security import HostRules, HttpGuard
+from contextgraph.transports.session_owner import SessionOwner
 from contextgraph.transports.sse import MESSAGES_PATH, SseSessions
 
 
@@ -62,7 +63,8 @@ class HttpService:
         )
         self.sse = SseSessions(app, server)
         self._extra_health = extra_health
-        mcp_endpoint = ClientIdentity(StreamableHTTPASGIApp(self.manager))  # discover-era clients apart
+        # who sent each request (a session answers only to its opener), then discover-era clients apart
+        mcp_endpoint = SessionOwner(ClientIdentity(StreamableHTTPASGIApp(self.manager)), app.settings.token)
         stream, post = AsgiEndpoint(self.sse.stream_endpoint), AsgiEndpoint(self.sse.post_endpoint)
         self.dashboard = DashboardRoutes(app)
         starlette = Starlette(
