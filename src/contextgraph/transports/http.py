@@ -79,8 +79,9 @@ class HttpService:
             ],
             lifespan=self._lifespan,
         )
+        # behind the body limit: bounded buffering
+        checked = EnvelopeGuard(starlette, c, frozenset({"/mcp", "/mcp/", MESSAGES_PATH, MESSAGES_PATH.rstrip("/")}))
         invalid = c.error("INVALID_REQUEST")
-        checked = EnvelopeGuard(starlette, invalid.code, invalid.hint)  # behind the body limit: bounded buffering
         dashboard_auth: DashboardAuth | None = self.dashboard.auth
         self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(checked, self.max_body), app.settings,
                                        HostRules(app.settings), invalid.code,

@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 
 from contextgraph.constitution import Constitution
 from contextgraph.log import get_logger
-from contextgraph.transports.wire import DISCONNECTED, InvalidEnvelope, MessageTooLarge, parse_message
+from contextgraph.transports.wire import DISCONNECTED, InvalidEnvelope, MessageTooLarge, NotJsonRpc, parse_message
 
 _log = get_logger("server")
 
@@ -63,11 +63,10 @@ def error_message(exc: Exception, constitution: Constitution) -> SessionMessage:
     elif isinstance(exc, InvalidEnvelope):
         entry = constitution.error("INVALID_REQUEST")
         error = types.ErrorData(code=entry.code, message=f"Invalid request: {exc}.", data={"hint": entry.hint})
-    else:
+    else:  # NotJsonRpc says why in its own words; anything else is described without Python's
         entry = constitution.error("PARSE_ERROR")
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        error = types.ErrorData(code=entry.code, message=f"Parse error: not a JSON-RPC message ({detail[:200]})",
-                                data={"hint": entry.hint})
+        detail = str(exc) if isinstance(exc, NotJsonRpc) else "not valid JSON"
+        error = types.ErrorData(code=entry.code, message=f"Parse error: {detail}.", data={"hint": entry.hint})
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
 
 

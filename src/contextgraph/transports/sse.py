@@ -28,7 +28,6 @@ from contextlib import asynccontextmanager
 from uuid import uuid4
 
 import anyio
-import mcp.types as types
 from anyio.abc import TaskGroup
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from starlette.requests import Request
@@ -39,6 +38,7 @@ from contextgraph.log import get_logger
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import respond, respond_rpc_error
 from contextgraph.transports.relay import error_message
+from contextgraph.transports.wire import parse_message
 
 _log = get_logger("server")
 MESSAGES_PATH = "/messages/"
@@ -261,17 +261,16 @@ class SseSessions:
         if session is None or session.to_server is None:
             await self._expired(send, session_id, _request_id(body))
             return
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
-        except Exception as exc:  # answered like a bad line on stdio or TCP
-            error = error_message(exc, self.app.constitution).message
+        parsed = parse_message(body)
+        if isinstance(parsed, Exception):  # answered like a bad line on stdio or TCP
+            error = error_message(parsed, self.app.constitution).message
             await respond(send, 400, error.model_dump_json(by_alias=True, exclude_unset=True).encode(),
                           "application/json")
             return
         await respond(send, 202, b"Accepted")
         try:
             metadata = ServerMessageMetadata(request_context=request)
-            await session.to_server.send(SessionMessage(message, metadata=metadata))
+            await session.to_server.send(SessionMessage(parsed.message, metadata=metadata))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             _log.info("sse message for a session that just ended", session=session_id[:8])
 

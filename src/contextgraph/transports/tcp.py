@@ -48,7 +48,8 @@ def _is_auth_line(line: bytes | MessageTooLarge, token: str) -> bool:
         presented = json.loads(line)
     except ValueError:
         return False
-    return isinstance(presented, dict) and token_matches(str(presented.get("auth")), token)
+    auth = presented.get("auth") if isinstance(presented, dict) else None
+    return isinstance(auth, str) and token_matches(auth, token)  # a missing or null auth is no string "None"
 
 
 class TcpServer:
