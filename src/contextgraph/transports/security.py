@@ -6,7 +6,10 @@
 * **DNS rebinding**: every HTTP request's Host must name this server (loopback names, the bind host, or
   CONTEXTGRAPH_ALLOWED_HOSTS; else 421) and an Origin, when sent, must be http(s) on such a host or listed in
   CONTEXTGRAPH_ALLOWED_ORIGINS (else 403).
-* **size**: HTTP bodies and TCP lines are limited to `transport.max_message_bytes`.
+* **size and time**: HTTP bodies are limited to `transport.max_message_bytes`, TCP lines to the smaller
+  `transport.tcp_max_line_bytes`; TCP connections, legacy SSE sessions and Streamable HTTP sessions are
+  capped, and an HTTP request's head and body each have a deadline (tcp.py, sse.py, event_store.py,
+  http_protocol.py, http_deadline.py).
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ a window onto it:
   unless the client names its last event).
 * After the grace period the session is gone: its POSTs (and GETs) get the JSON-RPC error -32016
   SSE_SESSION_EXPIRED (HTTP 410; 404 for ids never seen).
+* At most `transport.sse_max_sessions` sessions live at once. A new one first retires the session whose
+  stream has been gone the longest (it was waiting out its grace period); when every session has a stream
+  attached, `GET /sse` is answered 503 and opens nothing.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class SseSession:
         self.delivered = 0  # highest seq written to a stream that was still connected
         self.attachment = 0  # bumped by every GET that attaches; an older stream sees it and ends
         self.attached = False
+        self.detached_at = 0.0  # anyio clock when its last stream went away
         self.to_server: anyio.abc.ObjectSendStream[SessionMessage | Exception] | None = None
         self.scope = anyio.CancelScope()
         self._changed = anyio.Event()
@@ -89,6 +93,7 @@ class SseSessions:
         self.buffer_size = int(c.get("transport.sse_buffer_messages"))
         self.expired_kept = int(c.get("transport.sse_expired_remembered"))
         self.expired_error = c.error("SSE_SESSION_EXPIRED")
+        self.max_sessions = int(c.get("transport.sse_max_sessions"))
         self.live: dict[str, SseSession] = {}
         self.expired: OrderedDict[str, float] = OrderedDict()
         self._tg: TaskGroup | None = None
@@ -112,6 +117,18 @@ class SseSessions:
             session.wake()
 
     # -- sessions ------------------------------------------------------------------------------------------------
+    def _make_room(self) -> bool:
+        """Whether a new session may open: below the limit, or after retiring the longest detached one."""
+        if len(self.live) < self.max_sessions:
+            return True
+        detached = [s for s in self.live.values() if not s.attached]
+        if not detached:
+            return False
+        oldest = min(detached, key=lambda s: s.detached_at)
+        _log.info("sse session retired to make room", session=oldest.id[:8], open=len(self.live))
+        self._retire(oldest)
+        return True
+
     def _open(self) -> SseSession:
         assert self._tg is not None, "SseSessions.run() is not active"
         session = SseSession(uuid4().hex, self.buffer_size)
@@ -151,6 +168,7 @@ class SseSessions:
         if session.attachment != attachment:
             return  # a newer stream has taken over
         session.attached = False
+        session.detached_at = anyio.current_time()
         if session.id in self.live and self._tg is not None:
             self._tg.start_soon(self._expire_after_grace, session, attachment)
 
@@ -174,6 +192,13 @@ class SseSessions:
             if session_id in (None, last_session) and last_seq.isdigit():
                 session_id, cursor = last_session, int(last_seq)
         if session_id is None:
+            if not self._make_room():
+                _log.warning("sse session refused: too many open", open=len(self.live))
+                await respond_rpc_error(send, 503, None, self.app.constitution.error("INTERNAL_ERROR").code,
+                                        f"Too many legacy SSE sessions: at most {self.max_sessions} may be open and "
+                                        f"each has a stream attached. Retry when one closes, or use /mcp.",
+                                        {"max_sessions": self.max_sessions})
+                return
             session = self._open()
             cursor = 0
         else:
