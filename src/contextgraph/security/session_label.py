@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
+
+# What label() makes; a client may not file memories under such a label unless it is its own session's.
+_LABEL = re.compile(r"^[a-z]+:[0-9a-f]{32}$")
+
+
+def is_session_label(value: str) -> bool:
+    return _LABEL.match(value) is not None
 
 
 class SessionLabels:
