@@ -16,6 +16,8 @@ a window onto it:
   unless the client names its last event).
 * After the grace period the session is gone: its POSTs (and GETs) get the JSON-RPC error -32016
   SSE_SESSION_EXPIRED (HTTP 410; 404 for ids never seen).
+* A session answers only to the peer and credential that opened it (transports/session_owner.py): its id
+  presented from elsewhere is answered as an unknown one.
 * At most `transport.sse_max_sessions` sessions live at once. A new one first retires the session whose
   stream has been gone the longest (it was waiting out its grace period); when every session has a stream
   attached, `GET /sse` is answered 503 and opens nothing.
@@ -41,6 +43,7 @@ from contextgraph.log import get_logger
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import respond, respond_rpc_error
 from contextgraph.transports.relay import error_message
+from contextgraph.transports.session_owner import owner_of
 from contextgraph.transports.wire import parse_message
 
 _log = get_logger("server")
@@ -50,8 +53,9 @@ MESSAGES_PATH = "/messages/"
 class SseSession:
     """One MCP session: what it has sent (bounded), how far a stream delivered it, and whether one is attached."""
 
-    def __init__(self, session_id: str, buffer_size: int) -> None:
+    def __init__(self, session_id: str, buffer_size: int, owner: str = "") -> None:
         self.id = session_id
+        self.owner = owner
         self.messages: deque[tuple[int, str]] = deque(maxlen=buffer_size)
         self.next_seq = 1
         self.delivered = 0  # highest seq written to a stream that was still connected
@@ -94,6 +98,7 @@ class SseSessions:
         self.expired_kept = int(c.get("transport.sse_expired_remembered"))
         self.expired_error = c.error("SSE_SESSION_EXPIRED")
         self.max_sessions = int(c.get("transport.sse_max_sessions"))
+        self.token = app.settings.token
         self.live: dict[str, SseSession] = {}
         self.expired: OrderedDict[str, float] = OrderedDict()
         self._tg: TaskGroup | None = None
@@ -129,9 +134,14 @@ class SseSessions:
         self._retire(oldest)
         return True
 
-    def _open(self) -> SseSession:
+    def _owned(self, session_id: str, owner: str) -> SseSession | None:
+        """The live session `session_id` if `owner` opened it; else None, as for an unknown id."""
+        session = self.live.get(session_id)
+        return session if session is not None and session.owner == owner else None
+
+    def _open(self, owner: str) -> SseSession:
         assert self._tg is not None, "SseSessions.run() is not active"
-        session = SseSession(uuid4().hex, self.buffer_size)
+        session = SseSession(uuid4().hex, self.buffer_size, owner)
         to_server, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         server_write, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         session.to_server = to_server
@@ -184,6 +194,7 @@ class SseSessions:
             await respond(send, 405, b"Method Not Allowed", extra=[(b"allow", b"GET")])
             return
         request = Request(scope)
+        owner = owner_of(scope, self.token)
         session_id = request.query_params.get("session_id")
         cursor: int | None = None
         last_event_id = request.headers.get("last-event-id", "")
@@ -199,10 +210,10 @@ class SseSessions:
                                         f"each has a stream attached. Retry when one closes, or use /mcp.",
                                         {"max_sessions": self.max_sessions})
                 return
-            session = self._open()
+            session = self._open(owner)
             cursor = 0
         else:
-            session = self.live.get(session_id)
+            session = self._owned(session_id, owner)
             if session is None:
                 await self._expired(send, session_id, None)
                 return
@@ -282,7 +293,7 @@ class SseSessions:
             await respond(send, 400, b"session_id is required")
             return
         body = await request.body()
-        session = self.live.get(session_id)
+        session = self._owned(session_id, owner_of(scope, self.token))
         if session is None or session.to_server is None:
             await self._expired(send, session_id, _request_id(body))
             return

@@ -126,3 +126,19 @@ async def test_a_memory_cannot_be_filed_under_another_clients_session_label(call
     with pytest.raises(ToolCallFailed) as refused:
         await call(tool, {**arguments, "session_id": theirs}, session=mine)
     assert refused.value.code == -32602 and refused.value.data["field"] == "session_id"
+
+
+async def test_a_legacy_sse_session_answers_only_to_its_peer(net_app):
+    async with serving(net_app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
+        async with http.stream("GET", "/sse") as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("data:") and "session_id=" in line:
+                    endpoint = line.removeprefix("data:").strip()
+                    break
+            session_id = endpoint.rpartition("=")[2]
+            async with _elsewhere(http_base(where)) as thief:
+                posted = await thief.post(endpoint, headers=ACCEPT, json=request(1, "initialize", INIT))
+                assert posted.status_code == 404 and posted.json()["error"]["code"] == -32016
+                async with thief.stream("GET", f"/sse?session_id={session_id}") as resumed:
+                    assert resumed.status_code == 404
+            assert (await http.post(endpoint, headers=ACCEPT, json=request(1, "initialize", INIT))).status_code == 202
