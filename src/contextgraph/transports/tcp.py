@@ -1,9 +1,10 @@
 """TCP: newline-delimited JSON-RPC, one MCP session per connection, every connection served by the same Server
 over the same App.
 
-Per connection, as on stdio (the same relay): a line that is not JSON-RPC gets a -32700 reply and the
-connection stays usable; a line over `transport.tcp_max_line_bytes` is discarded unread and answered with
--32600; when the client half-closes, the requests in flight are still answered before the connection closes.
+Per connection, as on stdio (the same relay): a line that is not JSON gets a -32700 reply (one that is JSON
+but no single JSON-RPC message, -32600) and the connection stays usable; a line over
+`transport.tcp_max_line_bytes` is discarded unread and answered with -32600; when the client half-closes, the
+requests in flight are still answered before the connection closes.
 
 What clients can hold is bounded: each connection buffers at most `tcp_max_line_bytes` of an unfinished line
 (smaller than the 4 MiB message limit: no tool call comes near it), and at most `tcp_max_connections` are

@@ -94,7 +94,7 @@ def envelope_problem(decoded: Any) -> str | None:
     return f"the request id is {kind}; a JSON-RPC id must be a string or an integer"
 
 
-class NotJsonRpc(Exception):
+class NotJson(Exception):
     """A wire message that is not valid JSON (answered -32700); the text says why without Python's own words."""
 
 
@@ -103,11 +103,13 @@ def parse_message(data: bytes) -> SessionMessage | Exception:
     try:
         decoded = json.loads(data)
     except json.JSONDecodeError as exc:
-        return NotJsonRpc(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        return NotJson(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    except UnicodeDecodeError:
+        return NotJson("not valid JSON: it is not UTF-8 text")
     except RecursionError:
-        return NotJsonRpc("not valid JSON here: it is nested too deeply")
+        return NotJson("not valid JSON here: it is nested too deeply")
     except ValueError:  # a number too long to convert (CPython limits integers to 4300 digits)
-        return NotJsonRpc("not valid JSON here: a number in it is too long")
+        return NotJson("not valid JSON here: a number in it is too long")
     if isinstance(decoded, list):
         return InvalidEnvelope("a batch (a JSON array) was sent; this server takes one JSON-RPC message at a time, "
                                "so send its members one by one")

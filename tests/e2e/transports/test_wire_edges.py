@@ -92,7 +92,8 @@ async def test_batches_and_bad_json_over_tcp(net_app):
         await wire.send({"jsonrpc": "2.0", "result": "no id"})
         shapeless = (await wire.receive())["error"]
         assert shapeless["code"] == -32600 and "JSON-RPC 2.0 message" in shapeless["message"] and _clean(shapeless)
-        for line, says in ((DEEP, "nested too deeply"), (LONG_NUMBER, "number"), ("{not json", "line 1 column 2")):
+        for line, says in ((DEEP, "nested too deeply"), (LONG_NUMBER, "number"), ("{not json", "line 1 column 2"),
+                           (b'\xff{"jsonrpc"}', "UTF-8")):
             await wire.send(line)
             error = (await wire.receive())["error"]
             assert error["code"] == -32700 and says in error["message"] and _clean(error), error
