@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from contextgraph import __version__, resources
 from contextgraph.app import App
 from contextgraph.log import get_logger
+from contextgraph.security.session_label import LABELS
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
 from contextgraph.tools.metacog import system_instructions
 
@@ -47,29 +48,35 @@ class ContextGraphServer(Server):
         )
 
 
-# Where transports/client_identity.py puts a discover-era HTTP request's client identity in the ASGI scope.
+# Where transports/client_identity.py puts a discover-era HTTP request's client identity in the ASGI scope, and
+# transports/session_owner.py the digest of who sent a /mcp request (its principal and peer).
 CLIENT_SCOPE_KEY = "contextgraph.client"
+OWNER_SCOPE_KEY = "contextgraph.owner"
 
 
 def session_key(ctx: ServerRequestContext) -> str:
-    """Which session a call belongs to (temporary_scratchpad, get_recent_context(session_only)).
+    """The opaque label of the session a call belongs to (temporary_scratchpad, get_recent_context(session_only),
+    and the `session` memory records carry): a keyed hash of the session's handle (security/session_label.py),
+    never the handle itself, which is a bearer secret and the records are readable by every client.
 
     The SDK builds a fresh ServerSession (and, in the 2026 discover era, a fresh Connection) for every request,
-    so neither identifies a client. In order: the HTTP session id (handshake-era Streamable HTTP); the client
-    identity of a discover-era HTTP request (its cookie; over HTTP every such request's connection shares one
-    "no channel" sentinel, so the fallback below would put every client in one session); else what lives as
-    long as the client's stream, the connection's outbound channel (stdio, TCP, SSE). (mcp 2.3 exposes the
-    connection only as the private `ServerSession._connection`; the last fallback keeps a request working if
-    that ever moves.)"""
-    headers = getattr(ctx.request, "headers", None)
-    if headers is not None and headers.get("mcp-session-id"):
-        return f"http:{headers['mcp-session-id']}"
+    so neither identifies a client. In order: the client identity of a discover-era HTTP request (its cookie,
+    bound to who presents it); the HTTP session id of a handshake-era /mcp request (the SDK checked it belongs
+    to this requestor before the handler runs; a header on any other request, e.g. a legacy SSE POST or a
+    discover-era request, names nothing); else what lives as long as the client's stream, the connection's
+    outbound channel (stdio, TCP, SSE). (mcp 2.3 exposes the connection only as the private
+    `ServerSession._connection`; the last fallback keeps a request working if that ever moves.)"""
     scope = getattr(ctx.request, "scope", None)
-    if isinstance(scope, dict) and scope.get(CLIENT_SCOPE_KEY):
-        return f"client:{scope[CLIENT_SCOPE_KEY]}"
+    if isinstance(scope, dict):
+        owner = scope.get(OWNER_SCOPE_KEY)
+        if scope.get(CLIENT_SCOPE_KEY):
+            return LABELS.label("client", f"{scope[CLIENT_SCOPE_KEY]}\0{owner or ''}")
+        headers = getattr(ctx.request, "headers", None)
+        if owner and headers is not None and headers.get("mcp-session-id"):
+            return LABELS.label("http", headers["mcp-session-id"])
     connection = getattr(ctx.session, "_connection", None)
     channel = getattr(connection, "outbound", None)
-    return f"conn:{id(channel if channel is not None else ctx.session):x}"
+    return LABELS.label("conn", f"{id(channel if channel is not None else ctx.session):x}")
 
 
 _LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

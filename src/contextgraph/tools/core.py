@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from contextgraph.constitution import constitution
+from contextgraph.errors import InvalidParams
 from contextgraph.fingerprint import MODALITIES
 from contextgraph.security.free_text import FREE_TEXT, IDENTIFIER, REDACTED_ON_STORE
+from contextgraph.security.session_label import is_session_label
 from contextgraph.services.diagnostics.manifest import build_manifest
 from contextgraph.services.engine.cognition import utl_status as utl_status_view
 from contextgraph.services.introspection.memetic import memetic_status
@@ -52,8 +54,19 @@ class _MemoryArgs(Args):
             importance=self.importance,
             tags=tuple(dict.fromkeys(t.strip() for t in self.tags if t.strip())),
             link_to=tuple(dict.fromkeys(self.link_to)),
-            session=self.session_id or ctx.session,
+            session=self._session(ctx),
         )
+
+    def _session(self, ctx: ToolContext) -> str:
+        """The session to file the memory under: a name of the client's choosing, or its own session; never
+        another client's session label (records show them), which would put the memory in that client's
+        session-only context."""
+        if self.session_id is None:
+            return ctx.session
+        if is_session_label(self.session_id) and self.session_id != ctx.session:
+            raise InvalidParams("session_id names another client's session; omit it to use your own, or choose "
+                                "a name of your own for a working session.", field="session_id")
+        return self.session_id
 
 
 class StoreArgs(_MemoryArgs):
@@ -70,8 +83,9 @@ async def _await_model(ctx: ToolContext, steps: int, next_step: str) -> None:
 
 
 async def store_memory(ctx: ToolContext, args: StoreArgs) -> dict[str, Any]:
+    memory = args.to_new_memory(ctx)  # refused arguments are refused before any wait for the model
     await _await_model(ctx, 2, "embedding (13 spaces) and storing")
-    stored = await ctx.services.memory.store(args.to_new_memory(ctx))
+    stored = await ctx.services.memory.store(memory)
     await ctx.report_progress(2, 2, "stored")
     return stored.payload()
 
@@ -81,8 +95,9 @@ class InjectArgs(_MemoryArgs):
 
 
 async def inject_context(ctx: ToolContext, args: InjectArgs) -> dict[str, Any]:
+    memory = args.to_new_memory(ctx)
     await _await_model(ctx, 2, "embedding (13 spaces), storing and measuring UTL")
-    injected = await ctx.services.memory.inject(args.to_new_memory(ctx), related_k=args.related_k)
+    injected = await ctx.services.memory.inject(memory, related_k=args.related_k)
     await ctx.report_progress(2, 2, "stored")
     return injected.payload()
 

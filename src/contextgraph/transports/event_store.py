@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
-from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+import anyio
+from mcp.server.streamable_http import GET_STREAM_KEY, EventCallback, EventMessage, EventStore
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import JSONRPCMessage
 
@@ -107,36 +108,63 @@ class SessionManager(StreamableHTTPSessionManager):
     view as the session is admitted and drops it as the session is discarded.
 
     At `max_sessions` the SDK answers every new client 503 until a session ends, so sessions that clients
-    abandoned (no DELETE) lock new clients out for up to the idle timeout. Here the session idle the longest
-    (no request in flight, no open stream) is closed to make room, exactly as its idle timeout would close it;
-    only when every session is busy does a new client get the 503. (The hooks and the transports' idle state
-    are the SDK's private members; tests/e2e/transports pin the behaviour, so an SDK change fails loudly.)"""
+    abandoned (no DELETE) lock new clients out for up to the idle timeout, and sessions that merely hold their
+    GET stream open never time out at all: a hundred held streams made every new `initialize` a 503. Here a
+    new session makes room: the session idle the longest (no request in flight) is closed, exactly as its
+    idle timeout would close it; failing that, the one whose only open request is its GET stream and whose
+    last other request is the oldest (its client re-initializes on the 404, as MCP requires). Only when every
+    session has a request being answered does a new client get the 503. (The hooks and the transports' idle
+    state are the SDK's private members; tests/e2e/transports pin the behaviour, so an SDK change fails
+    loudly.)"""
 
     event_store: InMemoryEventStore | None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._last_request: dict[str, float] = {}  # session → anyio clock of its last request other than GET
+
+    async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
+        session_id = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"mcp-session-id"), None)
+        if session_id in self._server_instances and scope["method"] != "GET":
+            self._last_request[session_id] = anyio.current_time()
+        await super()._handle_stateful_request(scope, receive, send)
+
     def _admit_session(self, requestor: Any) -> Any:
         if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
-            self._evict_longest_idle()
+            self._evict_one()
         transport = super()._admit_session(requestor)
-        if transport is not None and self.event_store is not None and transport.mcp_session_id is not None:
-            transport._event_store = self.event_store.for_session(transport.mcp_session_id)
+        if transport is not None and transport.mcp_session_id is not None:
+            self._last_request[transport.mcp_session_id] = anyio.current_time()
+            if self.event_store is not None:
+                transport._event_store = self.event_store.for_session(transport.mcp_session_id)
         return transport
 
     async def _discard_session(self, session_id: str, transport: Any) -> None:
+        self._last_request.pop(session_id, None)
         await super()._discard_session(session_id, transport)
         if self.event_store is not None:
             self.event_store.forget(session_id)
 
-    def _evict_longest_idle(self) -> None:
-        idle = [(scope.deadline, session_id, scope) for session_id, transport in self._server_instances.items()
-                if (scope := transport.idle_scope) is not None and not transport._requests_in_flight]
-        if not idle:
+    def _evict_one(self) -> None:
+        idle, streaming = [], []
+        for session_id, transport in self._server_instances.items():
+            scope = transport.idle_scope
+            if scope is None:
+                continue
+            in_flight = transport._requests_in_flight
+            if not in_flight:
+                idle.append((scope.deadline, session_id, scope))
+            elif in_flight == 1 and GET_STREAM_KEY in transport._request_streams:
+                streaming.append((self._last_request.get(session_id, 0.0), session_id, scope))
+        candidates = idle or streaming
+        if not candidates:
             return
-        _, session_id, scope = min(idle, key=lambda entry: entry[:2])
+        _, session_id, scope = min(candidates, key=lambda entry: entry[:2])
         self._server_instances.pop(session_id)  # room now; the session's task discards the rest
         self._session_owners.pop(session_id, None)
-        _log.info("http session evicted to make room", session=session_id, open=len(self._server_instances))
-        scope.cancel()  # ends the session's loop the way its idle timeout would
+        _log.info("http session evicted to make room", session=session_id[:8], open=len(self._server_instances),
+                  held_stream=not idle)
+        scope.cancel()  # ends the session's loop (and its GET stream) the way its idle timeout would
 
     @property
     def open_sessions(self) -> int:

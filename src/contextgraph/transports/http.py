@@ -11,7 +11,9 @@
   browser may present the token once (`/dashboard?token=…` sets a dashboard-only session cookie).
 
 In front of all of them (transports/security.py): Host/Origin validation, the bearer token when one is
-configured, and the request body limit; then the JSON-RPC envelope check (transports/http_envelope.py).
+configured, a deadline on the body's arrival (transports/http_deadline.py) and the request body limit; then
+the JSON-RPC envelope check (transports/http_envelope.py). The request's head has its own deadline in the
+protocol (transports/http_protocol.py).
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import AsgiEndpoint
 from contextgraph.transports.client_identity import ClientIdentity
 from contextgraph.transports.event_store import InMemoryEventStore, SessionManager
+from contextgraph.transports.http_deadline import BodyDeadline
 from contextgraph.transports.http_envelope import EnvelopeGuard
 from contextgraph.transports.security import HostRules, HttpGuard
+from contextgraph.transports.session_owner import SessionOwner
 from contextgraph.transports.sse import MESSAGES_PATH, SseSessions
 
 
@@ -62,7 +66,8 @@ class HttpService:
         )
         self.sse = SseSessions(app, server)
         self._extra_health = extra_health
-        mcp_endpoint = ClientIdentity(StreamableHTTPASGIApp(self.manager))  # discover-era clients apart
+        # who sent each request (a session answers only to its opener), then discover-era clients apart
+        mcp_endpoint = SessionOwner(ClientIdentity(StreamableHTTPASGIApp(self.manager)), app.settings.token)
         stream, post = AsgiEndpoint(self.sse.stream_endpoint), AsgiEndpoint(self.sse.post_endpoint)
         self.dashboard = DashboardRoutes(app)
         starlette = Starlette(
@@ -77,10 +82,14 @@ class HttpService:
             ],
             lifespan=self._lifespan,
         )
+        # behind the body limit: bounded buffering
+        checked = EnvelopeGuard(starlette, c, frozenset({"/mcp", "/mcp/", MESSAGES_PATH, MESSAGES_PATH.rstrip("/")}))
         invalid = c.error("INVALID_REQUEST")
-        checked = EnvelopeGuard(starlette, invalid.code, invalid.hint)  # behind the body limit: bounded buffering
+        # the body limit buffers the whole body first: the deadline on its arrival sits in front of it
+        limited = BodyDeadline(RequestBodyLimitMiddleware(checked, self.max_body),
+                               float(c.get("transport.http_body_seconds")), invalid.code)
         dashboard_auth: DashboardAuth | None = self.dashboard.auth
-        self.asgi: ASGIApp = HttpGuard(RequestBodyLimitMiddleware(checked, self.max_body), app.settings,
+        self.asgi: ASGIApp = HttpGuard(limited, app.settings,
                                        HostRules(app.settings), invalid.code,
                                        alternate=dashboard_auth.accepts if dashboard_auth is not None else None,
                                        refusal=dashboard_auth.refusal if dashboard_auth is not None else None)

@@ -1,30 +1,35 @@
-"""The JSON-RPC envelope check for HTTP POST bodies (/mcp and /messages/), as wire.parse_message does for lines.
+"""The JSON-RPC check of HTTP POST bodies to the JSON-RPC endpoints (/mcp, /messages/), as wire.parse_message
+does for lines, so that every transport answers a bad message alike.
 
 The SDK reads a request whose `id` is an object, array, float or bool as a notification (the notification
-model ignores unknown keys) and answers 202 with nothing, so the client waits forever. JSON-RPC 2.0 wants
--32600 with id null: this middleware answers it (HTTP 400) before the SDK sees the body. It sits behind the
-body limit, so the body it buffers is already bounded; any other body passes through untouched.
+model ignores unknown keys) and answers 202 with nothing, so the client waits forever; it answers a batch or
+a body that is JSON but no JSON-RPC message with -32602 and pydantic's report of its own models, and bad
+JSON with the parser's words. Here each of them gets what the line transports answer: -32700 for a body
+that is not JSON, -32600 for a batch or a body that is no JSON-RPC message, both with id null and HTTP 400,
+before the SDK sees the body. This sits behind the body limit, so the body it buffers is already bounded;
+a good body passes through untouched, and other paths' bodies are not looked at.
 """
 
 from __future__ import annotations
 
-import json
 from collections import deque
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from contextgraph.transports.asgi import respond_rpc_error
-from contextgraph.transports.wire import envelope_problem
+from contextgraph.constitution import Constitution
+from contextgraph.transports.asgi import respond
+from contextgraph.transports.relay import error_message
+from contextgraph.transports.wire import parse_message
 
 
 class EnvelopeGuard:
-    def __init__(self, app: ASGIApp, invalid_request_code: int, hint: str) -> None:
+    def __init__(self, app: ASGIApp, constitution: Constitution, paths: frozenset[str]) -> None:
         self.app = app
-        self.code = invalid_request_code
-        self.hint = hint
+        self.constitution = constitution
+        self.paths = paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
         body = bytearray()
@@ -37,20 +42,14 @@ class EnvelopeGuard:
             body += message.get("body", b"")
             if not message.get("more_body", False):
                 break
-        problem = _problem(bytes(body))
-        if problem is not None:
-            await respond_rpc_error(send, 400, None, self.code, f"Invalid request: {problem}.", {"hint": self.hint})
+        parsed = parse_message(bytes(body))
+        if isinstance(parsed, Exception):
+            error = error_message(parsed, self.constitution).message
+            await respond(send, 400, error.model_dump_json(by_alias=True, exclude_unset=True).encode(),
+                          "application/json")
             return
 
         async def replay() -> Message:
             return buffered.popleft() if buffered else await receive()
 
         await self.app(scope, replay, send)
-
-
-def _problem(body: bytes) -> str | None:
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):  # not JSON: the endpoint answers its own parse error
-        return None
-    return envelope_problem(decoded)

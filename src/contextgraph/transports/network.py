@@ -83,16 +83,20 @@ async def serve_network(app: App, kinds: tuple[str, ...], *,
                 import uvicorn
 
                 from contextgraph.transports.http import HttpService  # starlette/uvicorn only when served
+                from contextgraph.transports.http_protocol import head_timed_h11
 
                 sock = _bind(settings.host, settings.http_port)
                 listening.http = (settings.host, sock.getsockname()[1])
                 http_service = HttpService(
                     app, server, extra_health=(lambda: {"tcp_connections": tcp.connections}) if tcp else None)
                 listening.parts["http"] = http_service
+                c = app.constitution
                 config = uvicorn.Config(
                     http_service.asgi, log_config=None, log_level="warning", access_log=False, lifespan="on",
-                    ws="none", server_header=False,
-                    timeout_graceful_shutdown=int(app.constitution.get("transport.http_shutdown_seconds")))
+                    ws="none", server_header=False, http=head_timed_h11(float(c.get("transport.http_head_seconds"))),
+                    h11_max_incomplete_event_size=int(c.get("transport.http_max_head_bytes")),
+                    timeout_keep_alive=int(c.get("transport.http_keep_alive_seconds")),
+                    timeout_graceful_shutdown=int(c.get("transport.http_shutdown_seconds")))
                 tg.start_soon(_run_uvicorn, _uvicorn_server(config), sock, http_service)
             _log.info("listening", endpoints=listening.describe())
             task_status.started(listening)

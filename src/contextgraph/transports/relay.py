@@ -6,9 +6,9 @@ It adds what scripts and raw-socket clients need on every line transport:
   ends the input right after the last request. The SDK cancels in-flight handlers when its read stream ends,
   so answers were lost. The relay holds the server's read side open until every request it forwarded has
   been answered (bounded by `transport.stdio_drain_seconds`).
-* **errors answered**: a line that is not JSON-RPC gets a -32700 error (id null); a line over the size limit
-  and a request whose id is not a string or an integer get a -32600 error (id null), instead of silence; the
-  wire stays usable.
+* **errors answered**: a line that is not JSON gets a -32700 error (id null); a line over the size limit, a
+  batch, JSON that is no JSON-RPC message and a request whose id is not a string or an integer get a -32600
+  error (id null), instead of silence; the wire stays usable. Neither quotes Python's own error text.
 
 `serve_lines` runs one whole session over such a wire: stdio and every TCP connection use it.
 """
@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 
 from contextgraph.constitution import Constitution
 from contextgraph.log import get_logger
-from contextgraph.transports.wire import DISCONNECTED, InvalidEnvelope, MessageTooLarge, parse_message
+from contextgraph.transports.wire import DISCONNECTED, InvalidEnvelope, MessageTooLarge, NotJson, parse_message
 
 _log = get_logger("server")
 
@@ -63,11 +63,10 @@ def error_message(exc: Exception, constitution: Constitution) -> SessionMessage:
     elif isinstance(exc, InvalidEnvelope):
         entry = constitution.error("INVALID_REQUEST")
         error = types.ErrorData(code=entry.code, message=f"Invalid request: {exc}.", data={"hint": entry.hint})
-    else:
+    else:  # NotJson says why in its own words; anything else is described without Python's
         entry = constitution.error("PARSE_ERROR")
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        error = types.ErrorData(code=entry.code, message=f"Parse error: not a JSON-RPC message ({detail[:200]})",
-                                data={"hint": entry.hint})
+        detail = str(exc) if isinstance(exc, NotJson) else "not valid JSON"
+        error = types.ErrorData(code=entry.code, message=f"Parse error: {detail}.", data={"hint": entry.hint})
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
 
 

@@ -6,13 +6,17 @@
 * **DNS rebinding**: every HTTP request's Host must name this server (loopback names, the bind host, or
   CONTEXTGRAPH_ALLOWED_HOSTS; else 421) and an Origin, when sent, must be http(s) on such a host or listed in
   CONTEXTGRAPH_ALLOWED_ORIGINS (else 403).
-* **size**: HTTP bodies and TCP lines are limited to `transport.max_message_bytes`.
+* **size and time**: HTTP bodies are limited to `transport.max_message_bytes`, TCP lines to the smaller
+  `transport.tcp_max_line_bytes`; TCP connections, legacy SSE sessions and Streamable HTTP sessions are
+  capped, and an HTTP request's head and body each have a deadline (tcp.py, sse.py, event_store.py,
+  http_protocol.py, http_deadline.py).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import socket
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -61,17 +65,18 @@ def bearer(header: str | None) -> str | None:
     return value.strip() if scheme.lower() == "bearer" else None
 
 
-def _split_host(value: str) -> tuple[str, str | None]:
-    """'[::1]:8000' → ('::1', '8000'); 'localhost' → ('localhost', None)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        name, rest = value[1:end], value[end + 1:]
-        return name, rest[1:] if rest.startswith(":") else None
-    if value.count(":") == 1:
-        name, port = value.split(":")
-        return name, port
-    return value, None
+# What a Host header (or an Origin's authority) may hold: a DNS name, an IPv4 address or a bracketed IPv6
+# address, then an optional numeric port. Anything else (userinfo `a@b`, paths, spaces) names no host here.
+_HOST = re.compile(r"^(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?))"
+                   r"(?::(?P<port>[0-9]{1,5}))?$")
+
+
+def _split_host(value: str) -> tuple[str, str | None] | None:
+    """'[::1]:8000' → ('::1', '8000'); 'localhost' → ('localhost', None); None for what is no host[:port]."""
+    match = _HOST.match(value.strip().lower())
+    if match is None:
+        return None
+    return match["ipv6"] or match["name"], match["port"]
 
 
 class HostRules:
@@ -82,13 +87,20 @@ class HostRules:
         if settings.host not in _WILDCARD:
             names.add(settings.host.strip("[]").lower())
         self.entries: list[tuple[str, str | None]] = [(n, None) for n in sorted(names)]
-        self.entries += [_split_host(h) for h in settings.allowed_hosts]
+        for allowed in settings.allowed_hosts:
+            entry = _split_host(allowed)
+            if entry is None:
+                raise SettingsError(f"CONTEXTGRAPH_ALLOWED_HOSTS: {allowed!r} is not a host or host:port")
+            self.entries.append(entry)
         self.origins = {o.rstrip("/").lower() for o in settings.allowed_origins}
 
     def host_allowed(self, host: str | None) -> bool:
         if not host:
             return False
-        name, port = _split_host(host)
+        parsed = _split_host(host)
+        if parsed is None:
+            return False
+        name, port = parsed
         return any(name == n and (p is None or p == port) for n, p in self.entries)
 
     def origin_allowed(self, origin: str | None) -> bool:

@@ -16,6 +16,11 @@ a window onto it:
   unless the client names its last event).
 * After the grace period the session is gone: its POSTs (and GETs) get the JSON-RPC error -32016
   SSE_SESSION_EXPIRED (HTTP 410; 404 for ids never seen).
+* A session answers only to the peer and credential that opened it (transports/session_owner.py): its id
+  presented from elsewhere is answered as an unknown one.
+* At most `transport.sse_max_sessions` sessions live at once. A new one first retires the session whose
+  stream has been gone the longest (it was waiting out its grace period); when every session has a stream
+  attached, `GET /sse` is answered 503 and opens nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from contextlib import asynccontextmanager
 from uuid import uuid4
 
 import anyio
-import mcp.types as types
 from anyio.abc import TaskGroup
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from starlette.requests import Request
@@ -39,6 +43,8 @@ from contextgraph.log import get_logger
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import respond, respond_rpc_error
 from contextgraph.transports.relay import error_message
+from contextgraph.transports.session_owner import owner_of
+from contextgraph.transports.wire import parse_message
 
 _log = get_logger("server")
 MESSAGES_PATH = "/messages/"
@@ -47,13 +53,15 @@ MESSAGES_PATH = "/messages/"
 class SseSession:
     """One MCP session: what it has sent (bounded), how far a stream delivered it, and whether one is attached."""
 
-    def __init__(self, session_id: str, buffer_size: int) -> None:
+    def __init__(self, session_id: str, buffer_size: int, owner: str = "") -> None:
         self.id = session_id
+        self.owner = owner
         self.messages: deque[tuple[int, str]] = deque(maxlen=buffer_size)
         self.next_seq = 1
         self.delivered = 0  # highest seq written to a stream that was still connected
         self.attachment = 0  # bumped by every GET that attaches; an older stream sees it and ends
         self.attached = False
+        self.detached_at = 0.0  # anyio clock when its last stream went away
         self.to_server: anyio.abc.ObjectSendStream[SessionMessage | Exception] | None = None
         self.scope = anyio.CancelScope()
         self._changed = anyio.Event()
@@ -89,6 +97,8 @@ class SseSessions:
         self.buffer_size = int(c.get("transport.sse_buffer_messages"))
         self.expired_kept = int(c.get("transport.sse_expired_remembered"))
         self.expired_error = c.error("SSE_SESSION_EXPIRED")
+        self.max_sessions = int(c.get("transport.sse_max_sessions"))
+        self.token = app.settings.token
         self.live: dict[str, SseSession] = {}
         self.expired: OrderedDict[str, float] = OrderedDict()
         self._tg: TaskGroup | None = None
@@ -112,9 +122,26 @@ class SseSessions:
             session.wake()
 
     # -- sessions ------------------------------------------------------------------------------------------------
-    def _open(self) -> SseSession:
+    def _make_room(self) -> bool:
+        """Whether a new session may open: below the limit, or after retiring the longest detached one."""
+        if len(self.live) < self.max_sessions:
+            return True
+        detached = [s for s in self.live.values() if not s.attached]
+        if not detached:
+            return False
+        oldest = min(detached, key=lambda s: s.detached_at)
+        _log.info("sse session retired to make room", session=oldest.id[:8], open=len(self.live))
+        self._retire(oldest)
+        return True
+
+    def _owned(self, session_id: str, owner: str) -> SseSession | None:
+        """The live session `session_id` if `owner` opened it; else None, as for an unknown id."""
+        session = self.live.get(session_id)
+        return session if session is not None and session.owner == owner else None
+
+    def _open(self, owner: str) -> SseSession:
         assert self._tg is not None, "SseSessions.run() is not active"
-        session = SseSession(uuid4().hex, self.buffer_size)
+        session = SseSession(uuid4().hex, self.buffer_size, owner)
         to_server, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         server_write, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         session.to_server = to_server
@@ -151,6 +178,7 @@ class SseSessions:
         if session.attachment != attachment:
             return  # a newer stream has taken over
         session.attached = False
+        session.detached_at = anyio.current_time()
         if session.id in self.live and self._tg is not None:
             self._tg.start_soon(self._expire_after_grace, session, attachment)
 
@@ -166,6 +194,7 @@ class SseSessions:
             await respond(send, 405, b"Method Not Allowed", extra=[(b"allow", b"GET")])
             return
         request = Request(scope)
+        owner = owner_of(scope, self.token)
         session_id = request.query_params.get("session_id")
         cursor: int | None = None
         last_event_id = request.headers.get("last-event-id", "")
@@ -174,10 +203,17 @@ class SseSessions:
             if session_id in (None, last_session) and last_seq.isdigit():
                 session_id, cursor = last_session, int(last_seq)
         if session_id is None:
-            session = self._open()
+            if not self._make_room():
+                _log.warning("sse session refused: too many open", open=len(self.live))
+                await respond_rpc_error(send, 503, None, self.app.constitution.error("INTERNAL_ERROR").code,
+                                        f"Too many legacy SSE sessions: at most {self.max_sessions} may be open and "
+                                        f"each has a stream attached. Retry when one closes, or use /mcp.",
+                                        {"max_sessions": self.max_sessions})
+                return
+            session = self._open(owner)
             cursor = 0
         else:
-            session = self.live.get(session_id)
+            session = self._owned(session_id, owner)
             if session is None:
                 await self._expired(send, session_id, None)
                 return
@@ -257,21 +293,20 @@ class SseSessions:
             await respond(send, 400, b"session_id is required")
             return
         body = await request.body()
-        session = self.live.get(session_id)
+        session = self._owned(session_id, owner_of(scope, self.token))
         if session is None or session.to_server is None:
             await self._expired(send, session_id, _request_id(body))
             return
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
-        except Exception as exc:  # answered like a bad line on stdio or TCP
-            error = error_message(exc, self.app.constitution).message
+        parsed = parse_message(body)
+        if isinstance(parsed, Exception):  # answered like a bad line on stdio or TCP
+            error = error_message(parsed, self.app.constitution).message
             await respond(send, 400, error.model_dump_json(by_alias=True, exclude_unset=True).encode(),
                           "application/json")
             return
         await respond(send, 202, b"Accepted")
         try:
             metadata = ServerMessageMetadata(request_context=request)
-            await session.to_server.send(SessionMessage(message, metadata=metadata))
+            await session.to_server.send(SessionMessage(parsed.message, metadata=metadata))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             _log.info("sse message for a session that just ended", session=session_id[:8])
 

@@ -1,9 +1,15 @@
 """TCP: newline-delimited JSON-RPC, one MCP session per connection, every connection served by the same Server
 over the same App.
 
-Per connection, as on stdio (the same relay): a line that is not JSON-RPC gets a -32700 reply and the
-connection stays usable; a line over `transport.max_message_bytes` is discarded unread and answered with
--32600; when the client half-closes, the requests in flight are still answered before the connection closes.
+Per connection, as on stdio (the same relay): a line that is not JSON gets a -32700 reply (one that is JSON
+but no single JSON-RPC message, -32600) and the connection stays usable; a line over
+`transport.tcp_max_line_bytes` is discarded unread and answered with -32600; when the client half-closes, the
+requests in flight are still answered before the connection closes.
+
+What clients can hold is bounded: each connection buffers at most `tcp_max_line_bytes` of an unfinished line
+(smaller than the 4 MiB message limit: no tool call comes near it), and at most `tcp_max_connections` are
+served at once; one more gets a single error line saying so and is closed, so stalled connections can cost
+no more than their product.
 
 A connection whose first line is an HTTP request line or header (`POST / HTTP/1.1`, `Host: ...`) is closed
 without running anything: that is what a web page's `fetch` (a text/plain POST needs no CORS preflight)
@@ -48,15 +54,19 @@ def _is_auth_line(line: bytes | MessageTooLarge, token: str) -> bool:
         presented = json.loads(line)
     except ValueError:
         return False
-    return isinstance(presented, dict) and token_matches(str(presented.get("auth")), token)
+    auth = presented.get("auth") if isinstance(presented, dict) else None
+    return isinstance(auth, str) and token_matches(auth, token)  # a missing or null auth is no string "None"
 
 
 class TcpServer:
-    def __init__(self, app: App, server: ContextGraphServer, *, limit: int | None = None) -> None:
+    def __init__(self, app: App, server: ContextGraphServer, *, limit: int | None = None,
+                 max_connections: int | None = None) -> None:
+        c = app.constitution
         self.app = app
         self.server = server
-        self.limit = limit or int(app.constitution.get("transport.max_message_bytes"))
-        self.drain = float(app.constitution.get("transport.stdio_drain_seconds"))
+        self.limit = limit or int(c.get("transport.tcp_max_line_bytes"))
+        self.max_connections = max_connections or int(c.get("transport.tcp_max_connections"))
+        self.drain = float(c.get("transport.stdio_drain_seconds"))
         self.connections = 0
 
     async def serve(self, listener: SocketListener, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -66,6 +76,9 @@ class TcpServer:
             await listener.serve(self.handle)
 
     async def handle(self, stream: ByteStream) -> None:
+        if self.connections >= self.max_connections:
+            await self._refuse(stream)
+            return
         self.connections += 1
         peer = _peer(stream)
         _log.debug("tcp connection opened", peer=peer)
@@ -77,6 +90,19 @@ class TcpServer:
         finally:
             self.connections -= 1
             _log.debug("tcp connection closed", peer=peer)
+
+    async def _refuse(self, stream: ByteStream) -> None:
+        _log.warning("tcp connection refused: too many open", peer=_peer(stream), open=self.connections,
+                     max=self.max_connections)
+        entry = self.app.constitution.error("INTERNAL_ERROR")
+        error = types.ErrorData(
+            code=entry.code,
+            message=f"Too many connections: this server serves at most {self.max_connections} TCP connections at "
+                    f"once and all are in use. Nothing was run; close an idle connection or retry shortly.",
+            data={"max_connections": self.max_connections, "hint": "Retry when another connection has closed."})
+        async with stream:
+            with anyio.move_on_after(1), contextlib.suppress(*DISCONNECTED):
+                await _write(stream, SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
 
     async def _session(self, stream: ByteStream) -> None:
         lines = read_lines(stream, self.limit)

@@ -24,8 +24,10 @@ CHUNK = 65536
 DISCONNECTED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError)
 
 # A request line (`POST / HTTP/1.1`) or a header line (`Host: 127.0.0.1:7878`): what a browser's fetch or a
-# form post sends first. Neither can begin a JSON-RPC line, which starts with `{`.
-_HTTP_REQUEST_LINE = re.compile(rb"^[A-Z]{3,12} \S+ HTTP/\d(\.\d)?\r?$")
+# form post sends first. Neither can begin a JSON-RPC line, which starts with `{`. The request line is matched
+# as leniently as HTTP servers parse it (any case, spaces or tabs), so that no spelling slips past to have
+# its body run as JSON-RPC lines.
+_HTTP_REQUEST_LINE = re.compile(rb"^[A-Za-z]{3,12}[ \t]+\S+[ \t]+HTTP/\d(\.\d)?[ \t]*\r?$", re.IGNORECASE)
 _HTTP_HEADER_LINE = re.compile(rb"^[A-Za-z0-9!#$%&'*+.^_`|~-]+:[ \t]*\S")
 
 
@@ -92,16 +94,30 @@ def envelope_problem(decoded: Any) -> str | None:
     return f"the request id is {kind}; a JSON-RPC id must be a string or an integer"
 
 
+class NotJson(Exception):
+    """A wire message that is not valid JSON (answered -32700); the text says why without Python's own words."""
+
+
 def parse_message(data: bytes) -> SessionMessage | Exception:
     """One wire message → a SessionMessage, or the exception the relay answers (-32700 / -32600)."""
     try:
         decoded = json.loads(data)
-    except (ValueError, RecursionError) as exc:  # bare ValueError: huge int literals; RecursionError: deep nesting
-        return exc
+    except json.JSONDecodeError as exc:
+        return NotJson(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    except UnicodeDecodeError:
+        return NotJson("not valid JSON: it is not UTF-8 text")
+    except RecursionError:
+        return NotJson("not valid JSON here: it is nested too deeply")
+    except ValueError:  # a number too long to convert (CPython limits integers to 4300 digits)
+        return NotJson("not valid JSON here: a number in it is too long")
+    if isinstance(decoded, list):
+        return InvalidEnvelope("a batch (a JSON array) was sent; this server takes one JSON-RPC message at a time, "
+                               "so send its members one by one")
     problem = envelope_problem(decoded)
     if problem is not None:
         return InvalidEnvelope(problem)
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(decoded, by_name=False))
-    except Exception as exc:  # not a JSON-RPC message: the relay answers -32700
-        return exc
+    except Exception:  # valid JSON, but no JSON-RPC message: -32600 (the pydantic report names internals)
+        return InvalidEnvelope('not a JSON-RPC 2.0 message: a request is {"jsonrpc": "2.0", "id": <string or '
+                               'integer>, "method": "...", "params": {...}}, a notification the same without "id"')

@@ -57,7 +57,7 @@ async def test_tool_load_notifies_over_tcp_in_both_eras(make_net_app):
 
 
 async def test_malformed_lines_and_oversized_lines_keep_the_connection(net_app):
-    limit = net_app.constitution.get("transport.max_message_bytes")
+    limit = net_app.constitution.get("transport.tcp_max_line_bytes")
     async with serving(net_app, ("tcp",)) as where, RawLines.connect(*where.tcp) as wire:
         await wire.send(request(1, "initialize", INIT))
         assert (await wire.receive())["result"]["protocolVersion"] == "2024-11-05"
