@@ -7,7 +7,7 @@ Systems (each asked for its top 10; one relevant document per query):
   bm25s     reference: the bm25s library with its own tokenizer (English stopwords, PyStemmer), k1 1.5, b 0.75
   e1        E1 (MiniLM) cosine, exact over all documents
   rrf       BM25 + E1 Reciprocal Rank Fusion (k 60) of each one's top 100: the plain hybrid
-  full      the 5-stage Retriever (services/search.py) with the given settings, called as search_graph calls it
+  full      the 5-stage Retriever (services/memory/search.py) with the given settings, called as search_graph calls it
 Metrics: nDCG@10 (one relevant document: 1/log2(1 + rank)), recall@10, MRR@10; paired-bootstrap 95% intervals of
 the differences on the test half.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Static checks, run by .ci/run before the tests (after scripts/setup.sh installed the tools into .venv):
-# ruff (the rule set in pyproject.toml), basedpyright (standard mode, src/), and import-linter's contracts, which
-# encode ARCHITECTURE.md's layers. Any violation fails the run.
+# ruff (the rule set in pyproject.toml, McCabe complexity included), basedpyright (standard mode, src/), and
+# import-linter's contracts, which encode docs/architecture.md's layers. Any violation fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "ruff check" >&2

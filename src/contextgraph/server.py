@@ -14,6 +14,7 @@ import json
 import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,32 +117,10 @@ class _ClientLogs:
             _log.debug("log notification not delivered", exc_info=True)
 
 
-def build_server(app: App) -> ContextGraphServer:
-    bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
-    error_results = ErrorResults.from_constitution(app.constitution)
-    subscribers = resources.Subscribers(int(app.constitution.get("transport.log_levels_remembered")))
-
-    async def memory_changed() -> None:
-        """After a memory operation: the status and recent resources changed, for their subscribers (both eras)."""
-        for uri in resources.CHANGING:
-            await bus.publish(ResourceUpdated(uri))
-        await subscribers.notify()
-    client_logs = _ClientLogs(int(app.constitution.get("transport.log_levels_remembered")))
-
-    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
-        registry = app.registry
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=spec.name,
-                    description=registry.listed_description(spec),
-                    input_schema=registry.input_schemas[spec.name],
-                    output_schema=spec.output_schema,
-                    _meta={"aliases": list(registry.aliases_of[spec.name])} if registry.aliases_of[spec.name] else None,
-                )
-                for spec in registry.listed()
-            ]
-        )
+def _tool_caller(app: App, bus: InMemorySubscriptionBus, error_results: ErrorResults, client_logs: _ClientLogs,
+                 memory_changed: Callable[[], Awaitable[None]]):
+    """The tools/call handler: the dispatcher's outcome as a CallToolResult (the pulse in _meta), a failure as an
+    error result or a JSON-RPC error by the session's protocol era, each call logged to the client."""
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams):
         async def notify_tools_changed() -> bool:
@@ -174,6 +153,38 @@ def build_server(app: App) -> ContextGraphServer:
             is_error=False,
             _meta={PULSE_META_KEY: outcome.pulse},
         )
+
+    return call_tool
+
+
+def build_server(app: App) -> ContextGraphServer:
+    bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
+    error_results = ErrorResults.from_constitution(app.constitution)
+    subscribers = resources.Subscribers(int(app.constitution.get("transport.log_levels_remembered")))
+
+    async def memory_changed() -> None:
+        """After a memory operation: the status and recent resources changed, for their subscribers (both eras)."""
+        for uri in resources.CHANGING:
+            await bus.publish(ResourceUpdated(uri))
+        await subscribers.notify()
+    client_logs = _ClientLogs(int(app.constitution.get("transport.log_levels_remembered")))
+
+    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
+        registry = app.registry
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=spec.name,
+                    description=registry.listed_description(spec),
+                    input_schema=registry.input_schemas[spec.name],
+                    output_schema=spec.output_schema,
+                    _meta={"aliases": list(registry.aliases_of[spec.name])} if registry.aliases_of[spec.name] else None,
+                )
+                for spec in registry.listed()
+            ]
+        )
+
+    call_tool = _tool_caller(app, bus, error_results, client_logs, memory_changed)
 
     # Resources, prompts and completion (resources.py): thin registrations; the reads go through the services.
     async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):

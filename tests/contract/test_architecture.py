@@ -10,7 +10,7 @@ import grimp
 
 import contextgraph
 
-MAX_MODULE_LINES = 450
+MAX_MODULE_LINES = 400
 SOURCE = Path(contextgraph.__file__).parent
 
 

@@ -87,7 +87,8 @@ async def test_steering_feedback(client):
     empty = await call(client, "get_steering_feedback")
     assert empty["reward"] is None and empty["history"] == []
     await call(client, "store_memory", {"content": MEMORIES[0], "rationale": WHY})
-    await call(client, "store_memory", {"content": MEMORIES[0], "rationale": WHY})
+    # the same content from another session: a duplicate (in the same session it would be a retry, deduplicated)
+    await call(client, "store_memory", {"content": MEMORIES[0], "rationale": WHY, "session_id": "another"})
     feedback = await call(client, "get_steering_feedback")
     assert -1.0 <= feedback["reward"] <= 1.0 and set(feedback["components"]) == {"gardener", "curator", "assessor"}
     assert "near_duplicate" in feedback["penalties"] and feedback["would_raise_it"]

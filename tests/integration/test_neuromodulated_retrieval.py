@@ -106,7 +106,8 @@ async def test_steering_rewards_a_novel_justified_memory_above_a_duplicate_and_a
     steering = app.services.steering
 
     async def reward(content, rationale):
-        await app.services.memory.store(NewMemory(content, rationale))
+        # a session of its own: the same content again in the filling's session would be a retry (deduplicated)
+        await app.services.memory.store(NewMemory(content, rationale, session="steering"))
         return steering.history[-1]
 
     novel = await reward("Feature flags let us ship the billing rewrite dark and enable it per customer.",

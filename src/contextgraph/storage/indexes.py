@@ -20,14 +20,10 @@ under the read side than under one plain lock (hnswlib's query holds the GIL), a
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import shutil
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +33,11 @@ from contextgraph.errors import DimensionMismatch
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
 from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
-from contextgraph.storage.base import MemoryStore, OplogEntry
+from contextgraph.storage.base import MemoryStore
 from contextgraph.storage.binary_index import BinaryIndex
 from contextgraph.storage.derived_index import DERIVED_SCORE, BorrowedIndex, TimelineIndex
 from contextgraph.storage.hnsw_index import DenseIndex
+from contextgraph.storage.index_feed import rewritten_spaces, scan_batches
 from contextgraph.storage.index_files import (
     DIGESTS,
     FILES,
@@ -214,7 +211,7 @@ class IndexSet:
                 # follows in the log. Seqs are never reused, so applying puts before deletes is order-safe.
                 fps = store.fingerprints(puts, spaces=INDEXED_SPACES) if puts else []
                 found = [(s, fp) for s, fp in zip(puts, fps) if fp is not None]
-                rewritten = self._rewritten(store, [e for e in entries if e.op == "rewrite"])
+                rewritten = rewritten_spaces(store, [e for e in entries if e.op == "rewrite"])
                 with self._lock.write():
                     # `apply` may have indexed some of them since `puts` was taken (it runs on another thread)
                     found = [(s, fp) for s, fp in found if s not in self._ahead]
@@ -227,23 +224,6 @@ class IndexSet:
                     self.applied_seq = entries[-1].seq
                     self._ahead = {s for s in self._ahead if s > self.applied_seq}
                 done += len(entries)
-
-    @staticmethod
-    def _rewritten(store: MemoryStore, entries: Sequence[OplogEntry]) -> list[tuple[list[int], list[Fingerprint]]]:
-        """The rewritten spaces of the memories `entries` name (their current values), grouped by the set of
-        spaces, since _add wants every fingerprint of a batch to hold the same spaces. A memory deleted since
-        reads None and is skipped (its delete entry follows)."""
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for e in entries:
-            spaces = tuple(s for s in e.spaces if s in INDEXED_SPACES)
-            if spaces:
-                groups.setdefault(spaces, []).append(e.memory_seq)
-        out = []
-        for spaces, seqs in groups.items():
-            fps = store.fingerprints(seqs, spaces=spaces)
-            live = [(s, fp) for s, fp in zip(seqs, fps) if fp is not None]
-            out.append(([s for s, _ in live], [fp for _, fp in live]))
-        return out
 
     def _source(self, store: MemoryStore | None) -> MemoryStore:
         """The store to read: the one given, else the one this set was opened on."""
@@ -303,7 +283,7 @@ class IndexSet:
         done = 0
         if progress:
             progress(0, total)
-        for seqs, fps in _batches(store.scan(spaces=INDEXED_SPACES), start):
+        for seqs, fps in scan_batches(store.scan(spaces=INDEXED_SPACES), start, _BATCH):
             self._add(fresh, seqs, fps, capacity=total)
             done += len(seqs)
             if progress:
@@ -319,15 +299,11 @@ class IndexSet:
         self.catch_up(store)
 
     def save(self, directory: Path | str) -> None:
-        """Write every index and a manifest into a fresh sibling directory, then rename it into place. Another
-        process saving at the same time may win instead; either result is valid (catch_up covers the lag)."""
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp = save_dirs.staging_name(directory, "tmp", tag)
-        tmp.mkdir()
-        owner = save_dirs.hold(tmp)  # held until done: a process that starts meanwhile leaves tmp alone
-        try:
+        """Write every index and a manifest into a fresh sibling directory, then rename it into place
+        (save_dirs.publish). Another process saving at the same time may win instead; either result is valid
+        (catch_up covers the lag)."""
+
+        def fill(tmp: Path) -> None:
             with self._lock.read():  # no mutation while writing: the files and applied_seq agree
                 spaces = {}
                 for space, index in sorted(self._indexes.items()):
@@ -338,23 +314,8 @@ class IndexSet:
                 manifest = {"version": MANIFEST_VERSION, "store_id": self.store_id, "applied_seq": self.applied_seq,
                             "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-            _fsync_tree(tmp)
-            old = save_dirs.staging_name(directory, "old", tag)
-            try:
-                os.rename(directory, old)
-            except FileNotFoundError:
-                old = None
-            try:
-                os.rename(tmp, directory)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                    raise
-                # another saver put its directory there first: it wins
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            save_dirs.release(owner)
+
+        save_dirs.publish(Path(directory), fill)
 
     @classmethod
     def load(
@@ -422,30 +383,3 @@ class IndexSet:
         fresh.rebuild(store, progress)
         fresh.save(directory)
         return fresh
-
-
-def _batches(scan: Iterable, upto: int) -> Iterable[tuple[list[int], list[Fingerprint]]]:
-    seqs: list[int] = []
-    fps: list[Fingerprint] = []
-    for record, fp in scan:
-        if record.seq > upto:
-            break  # scan is in seq order; later puts are catch_up's
-        seqs.append(record.seq)
-        fps.append(fp)
-        if len(seqs) == _BATCH:
-            yield seqs, fps
-            seqs, fps = [], []
-    if seqs:
-        yield seqs, fps
-
-
-def _fsync_tree(directory: Path) -> None:
-    """Flush the files and the directory entry, so a crash after the rename cannot leave a torn index behind."""
-    for path in directory.iterdir():
-        with open(path, "rb") as f:
-            os.fsync(f.fileno())
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

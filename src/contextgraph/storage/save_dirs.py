@@ -1,8 +1,9 @@
 """The sibling directories an index save works in, and the removal of those a dead save left behind.
 
-IndexSet.save writes into `.indexes.tmp-PID-RAND`, renames the current set to `.indexes.old-PID-RAND`, renames
-the new one into place and deletes the old one. A process killed on the way leaves the tmp (or old) directory
-behind, a full set of index files each time, and nothing else would ever delete it.
+IndexSet.save (through `publish`) writes into `.indexes.tmp-PID-RAND`, renames the current set to
+`.indexes.old-PID-RAND`, renames the new one into place and deletes the old one. A process killed on the way
+leaves the tmp (or old) directory behind, a full set of index files each time, and nothing else would ever
+delete it.
 
 Several processes may share a data directory, so a leftover is removed only when it is clearly stale:
   * a tmp directory is locked (flock) by its saver for as long as the save runs: a lock we can take means
@@ -21,6 +22,8 @@ import os
 import re
 import shutil
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,3 +137,45 @@ def _age(path: Path) -> float:
         return time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return 0.0
+
+
+def publish(directory: Path, fill: Callable[[Path], None]) -> None:
+    """`fill` writes a set of files into a fresh sibling of `directory`; flushed, it is renamed into place in one
+    step, so a reader (or a crash) sees the old set or the new one, never a mix. Another process publishing at
+    the same time may win instead: either result is valid."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = staging_name(directory, "tmp", tag)
+    tmp.mkdir()
+    owner = hold(tmp)  # held until done: a process that starts meanwhile leaves tmp alone
+    try:
+        fill(tmp)
+        _fsync_tree(tmp)
+        old = staging_name(directory, "old", tag)
+        try:
+            os.rename(directory, old)
+        except FileNotFoundError:
+            old = None
+        try:
+            os.rename(tmp, directory)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            # another process put its directory there first: it wins
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        release(owner)
+
+
+def _fsync_tree(directory: Path) -> None:
+    """Flush the files and the directory entry, so a crash after the rename cannot leave a torn index behind."""
+    for path in directory.iterdir():
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -27,7 +27,7 @@ HERE = str(Path(__file__).parent)
 STALLED_SAVER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from contextgraph.storage import indexes as ix
+from contextgraph.storage import indexes as ix, save_dirs
 from contextgraph.storage.lmdb_store import LmdbStore
 
 store = LmdbStore(sys.argv[2])
@@ -38,7 +38,7 @@ def stall(directory):
     print(directory, flush=True)
     sys.stdin.readline()  # until killed
 
-ix._fsync_tree = stall
+save_dirs._fsync_tree = stall
 index_set.save(sys.argv[3])
 """
 

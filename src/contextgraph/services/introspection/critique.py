@@ -21,7 +21,7 @@ import numpy as np
 from contextgraph.constitution import Constitution
 from contextgraph.services.memory.memory_payloads import record_summary
 from contextgraph.services.runtime.store_handle import StoreHandle
-from contextgraph.storage.base import MemoryRecord
+from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
 
 _NEGATION = re.compile(r"\b(?:not|never|no\s+longer|cannot|isn['’]t|aren['’]t|wasn['’]t|weren['’]t|doesn['’]t|"
                        r"don['’]t|didn['’]t|won['’]t|can['’]t|shouldn['’]t|no|none|neither|nor|without)\b", re.I)
@@ -87,63 +87,13 @@ class Critique:
             if not recent:
                 return {"examined": 0, "findings": {c: [] for c in checks},
                         "message": "No memories yet: nothing to critique."}
-            records = {r.id: r for r in recent}
-            fps = dict(zip([r.id for r in recent], store.fingerprints([r.seq for r in recent], spaces=[1, 11])))
-            pairs: set[tuple[str, str]] = set(itertools.combinations(sorted(records), 2))
-            for r in recent:  # each recent memory also against its nearest stored memories
-                fp = fps.get(r.id)
-                if fp is None:
-                    continue
-                hits = [seq for seq, _ in indexes.search(1, fp[1], self.k + 1) if seq != r.seq][: self.k]
-                for other, ofp in zip(store.get_by_seq(hits), store.fingerprints(hits, spaces=[1, 11])):
-                    if other is not None and ofp is not None and other.id != r.id:
-                        records.setdefault(other.id, other)
-                        fps.setdefault(other.id, ofp)
-                        pairs.add((r.id, other.id) if r.id < other.id else (other.id, r.id))
-            vec = {i: (_unit(fp[1]), _unit(fp[11])) for i, fp in fps.items() if fp is not None}
+            records, vectors, pairs = self._pairs(store, indexes, recent)
             findings: dict[str, list[dict[str, Any]]] = {c: [] for c in checks}
             for a, b in sorted(pairs):
-                if a not in vec or b not in vec:
-                    continue
-                ra, rb = records[a], records[b]
-                older, newer = (ra, rb) if ra.created_at <= rb.created_at else (rb, ra)
-                e1 = float(vec[a][0] @ vec[b][0])
-                e11 = float(vec[a][1] @ vec[b][1])
-                same_topic = e1 >= self.min_e1 or e11 >= self.min_e11
-                contrast = opposition(ra.content, rb.content) if same_topic else None
-                if contrast is not None:
-                    evidence = f"same topic (E1 {e1:.3f}, E11 entities {e11:.3f}) and opposite claims: {contrast}"
-                    if "conflicts" in checks:
-                        findings["conflicts"].append({
-                            "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
-                            "e11_cosine": round(e11, 4), "evidence": evidence,
-                            "action": {"tool": "forget_concept", "node_id": older.id, "reason": "incorrect",
-                                       "why": "keep the claim that is true now (the newer one, unless you know "
-                                              "better); or annotate_node both with their confidence"}})
-                    if "outdated" in checks:
-                        findings["outdated"].append(self._outdated(older, newer, e1, "contradicted by a newer memory"))
-                elif "duplicates" in checks and e1 >= self.theta_dup:
-                    findings["duplicates"].append({
-                        "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
-                        "evidence": f"E1 cosine {e1:.3f} ≥ θ_dup {self.theta_dup}",
-                        "action": {"tool": "merge_concepts", "source_node_ids": [older.id, newer.id],
-                                   "why": "two copies of one memory split its edges and its importance"}})
-                elif "outdated" in checks and self.outdated_e1 <= e1 < self.theta_dup:
-                    findings["outdated"].append(self._outdated(older, newer, e1, "a newer memory on the same topic"))
+                if a in vectors and b in vectors:
+                    self._judge(records[a], records[b], vectors[a], vectors[b], checks, findings)
             if "low_confidence" in checks:
-                for r in recent:
-                    reasons = []
-                    confidence = (r.extra.get("annotations") or {}).get("confidence")
-                    if confidence is not None and float(confidence) < self.low:
-                        reasons.append(f"annotated confidence {confidence} < {self.low}")
-                    hedge = _HEDGES.search(r.content)
-                    if hedge:
-                        reasons.append(f"hedged wording: '{hedge.group(0).strip()}'")
-                    if reasons:
-                        findings["low_confidence"].append({
-                            "memory": _brief(r), "evidence": "; ".join(reasons),
-                            "action": {"tool": "annotate_node", "node_id": r.id,
-                                       "why": "confirm it and record the confidence, or forget_concept it"}})
+                findings["low_confidence"] = [f for r in recent if (f := self._low_confidence(r)) is not None]
             total = sum(len(v) for v in findings.values())
             return {"examined": len(recent), "compared_pairs": len(pairs), "findings": findings,
                     "counts": {c: len(v) for c, v in findings.items()}, "total": total,
@@ -151,6 +101,71 @@ class Critique:
                                f"{total} finding(s); each carries the tool call that resolves it."}
 
         return await anyio.to_thread.run_sync(run)
+
+    def _pairs(self, store: MemoryStore, indexes: SearchIndexes, recent: list[MemoryRecord],
+               ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[np.ndarray, np.ndarray]], set[tuple[str, str]]]:
+        """The pairs to judge: every two recent memories, and each recent memory with its `k` nearest stored
+        ones (E1); with every memory involved and its unit E1 and E11 vectors."""
+        records = {r.id: r for r in recent}
+        fps = dict(zip([r.id for r in recent], store.fingerprints([r.seq for r in recent], spaces=[1, 11])))
+        pairs: set[tuple[str, str]] = set(itertools.combinations(sorted(records), 2))
+        for r in recent:
+            fp = fps.get(r.id)
+            if fp is None:
+                continue
+            hits = [seq for seq, _ in indexes.search(1, fp[1], self.k + 1) if seq != r.seq][: self.k]
+            for other, ofp in zip(store.get_by_seq(hits), store.fingerprints(hits, spaces=[1, 11])):
+                if other is not None and ofp is not None and other.id != r.id:
+                    records.setdefault(other.id, other)
+                    fps.setdefault(other.id, ofp)
+                    pairs.add((r.id, other.id) if r.id < other.id else (other.id, r.id))
+        vectors = {i: (_unit(fp[1]), _unit(fp[11])) for i, fp in fps.items() if fp is not None}
+        return records, vectors, pairs
+
+    def _judge(self, ra: MemoryRecord, rb: MemoryRecord, va: tuple[np.ndarray, np.ndarray],
+               vb: tuple[np.ndarray, np.ndarray], checks: list[str], findings: dict[str, list[dict[str, Any]]],
+               ) -> None:
+        """One pair's finding, if any: a conflict (same topic, opposite claims), else a duplicate, else an
+        outdated memory (a newer one on the same topic)."""
+        older, newer = (ra, rb) if ra.created_at <= rb.created_at else (rb, ra)
+        e1 = float(va[0] @ vb[0])
+        e11 = float(va[1] @ vb[1])
+        same_topic = e1 >= self.min_e1 or e11 >= self.min_e11
+        contrast = opposition(ra.content, rb.content) if same_topic else None
+        if contrast is not None:
+            evidence = f"same topic (E1 {e1:.3f}, E11 entities {e11:.3f}) and opposite claims: {contrast}"
+            if "conflicts" in checks:
+                findings["conflicts"].append({
+                    "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
+                    "e11_cosine": round(e11, 4), "evidence": evidence,
+                    "action": {"tool": "forget_concept", "node_id": older.id, "reason": "incorrect",
+                               "why": "keep the claim that is true now (the newer one, unless you know "
+                                      "better); or annotate_node both with their confidence"}})
+            if "outdated" in checks:
+                findings["outdated"].append(self._outdated(older, newer, e1, "contradicted by a newer memory"))
+        elif "duplicates" in checks and e1 >= self.theta_dup:
+            findings["duplicates"].append({
+                "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
+                "evidence": f"E1 cosine {e1:.3f} ≥ θ_dup {self.theta_dup}",
+                "action": {"tool": "merge_concepts", "source_node_ids": [older.id, newer.id],
+                           "why": "two copies of one memory split its edges and its importance"}})
+        elif "outdated" in checks and self.outdated_e1 <= e1 < self.theta_dup:
+            findings["outdated"].append(self._outdated(older, newer, e1, "a newer memory on the same topic"))
+
+    def _low_confidence(self, r: MemoryRecord) -> dict[str, Any] | None:
+        """A memory whose own annotation or wording says it is unsure, with why."""
+        reasons = []
+        confidence = (r.extra.get("annotations") or {}).get("confidence")
+        if confidence is not None and float(confidence) < self.low:
+            reasons.append(f"annotated confidence {confidence} < {self.low}")
+        hedge = _HEDGES.search(r.content)
+        if hedge:
+            reasons.append(f"hedged wording: '{hedge.group(0).strip()}'")
+        if not reasons:
+            return None
+        return {"memory": _brief(r), "evidence": "; ".join(reasons),
+                "action": {"tool": "annotate_node", "node_id": r.id,
+                           "why": "confirm it and record the confidence, or forget_concept it"}}
 
     @staticmethod
     def _outdated(older: MemoryRecord, newer: MemoryRecord, e1: float, why: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from contextgraph.services.memory.memory import MemoryService
 from contextgraph.services.memory.memory_payloads import record_summary
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.services.runtime.store_handle import StoreHandle
+from contextgraph.storage.base import MemoryStore
 
 # intent → (words that show it, the tools it calls for in order, why)
 INTENTS: dict[str, tuple[re.Pattern[str], tuple[str, ...], str]] = {
@@ -88,22 +89,7 @@ class Reflection:
                       summary: Callable[[str], str], north_star: bool | None) -> dict[str, Any]:
         """`matched`: the registry's TF-IDF match of the goal; `north_star`: whether one exists (None: the
         teleology service is not there to ask)."""
-        storage = await self.storage.ready()
-        store = storage.store
-
-        def state() -> tuple[int, int, int]:
-            def read(g: Any) -> tuple[int, int]:
-                duplicates, orphans = set(), 0
-                for record in g.recent(self.window, None, None):
-                    edges = g.edges(record.id)
-                    orphans += not edges
-                    duplicates |= {tuple(sorted((e.source, e.target))) for e in edges
-                                   if e.type == "Semantic" and e.weight >= self.theta_dup}
-                return len(duplicates), orphans
-
-            return store.count(), *store.graph_read(read)
-
-        count, duplicates, orphans = await anyio.to_thread.run_sync(state)
+        count, duplicates, orphans = await self.storage.read(self._curation_state)
         pulse = self.cognition.pulse()
         steps: list[dict[str, Any]] = []
 
@@ -111,19 +97,56 @@ class Reflection:
             if tool in registered and all(s["tool"] != tool for s in steps):
                 steps.append({"tool": tool, "why": why, "source": source, "does": summary(tool)})
 
-        if count == 0:
-            add("get_system_instructions", "nothing is stored yet: learn how this memory works first", "state")
-            add("store_memory", "the memory is empty: store what the goal is about before anything can be found",
-                "state")
         action = str(pulse.get("suggested_action") or "none")
-        if action not in ("none", "direct_recall"):
-            add(action, f"the cognitive pulse suggests it now (quadrant {pulse.get('quadrant')}, entropy "
-                        f"{pulse.get('entropy')}, coherence {pulse.get('coherence')})", "pulse")
         found = intents_of(goal)
+        self._state_steps(add, count, pulse, action)
         for name in found:
             _, tools, why = INTENTS[name]
             for tool in tools:
                 add(tool, why, f"goal: {name}")
+        self._curation_steps(add, found, count, duplicates, orphans, north_star)
+        for tool, score in matched:
+            if len(steps) >= 8:
+                break
+            add(tool, f"its description matches the goal's words (TF-IDF {score:.2f})", "tool_find")
+        if not any(s["tool"] == "search_graph" for s in steps) and count:
+            add("search_graph", "the usual first look at what is stored", "default")
+        return {"goal": goal, "steps": [{"step": i, **s} for i, s in enumerate(steps, start=1)], "intents": found,
+                "state": {"memories": count, "suggested_action": action, "quadrant": pulse.get("quadrant"),
+                          "pending_duplicates": duplicates, "recent_orphans": orphans,
+                          "north_star": ("not available yet" if north_star is None else
+                                         ("set" if north_star else "none yet"))},
+                "method": "intents from the goal's words, then the live state (pulse, store size, curation "
+                          "waiting, north star), then the registry's TF-IDF match; registered tools only"}
+
+    def _curation_state(self, store: MemoryStore) -> tuple[int, int, int]:
+        """(memories, near-duplicate pairs, memories with no edge) among the `window` most recent: one snapshot."""
+
+        def read(g: Any) -> tuple[int, int]:
+            duplicates, orphans = set(), 0
+            for record in g.recent(self.window, None, None):
+                edges = g.edges(record.id)
+                orphans += not edges
+                duplicates |= {tuple(sorted((e.source, e.target))) for e in edges
+                               if e.type == "Semantic" and e.weight >= self.theta_dup}
+            return len(duplicates), orphans
+
+        return store.count(), *store.graph_read(read)
+
+    @staticmethod
+    def _state_steps(add: Callable[[str, str, str], None], count: int, pulse: dict[str, Any], action: str) -> None:
+        """What the store's emptiness and the pulse ask for before anything else."""
+        if count == 0:
+            add("get_system_instructions", "nothing is stored yet: learn how this memory works first", "state")
+            add("store_memory", "the memory is empty: store what the goal is about before anything can be found",
+                "state")
+        if action not in ("none", "direct_recall"):
+            add(action, f"the cognitive pulse suggests it now (quadrant {pulse.get('quadrant')}, entropy "
+                        f"{pulse.get('entropy')}, coherence {pulse.get('coherence')})", "pulse")
+
+    def _curation_steps(self, add: Callable[[str, str, str], None], found: list[str], count: int, duplicates: int,
+                        orphans: int, north_star: bool | None) -> None:
+        """What waits in the store: duplicates to merge, orphans to link, a north star to bootstrap."""
         if duplicates and ("curate" in found or not found):
             add("merge_concepts", f"{duplicates} near-duplicate pair(s) wait among the {self.window} most recent "
                                   "memories", "state: curation")
@@ -132,21 +155,6 @@ class Reflection:
         if north_star is False and count >= 50:
             add("auto_bootstrap_north_star", f"{count} memories and no north star yet: purpose alignment (search "
                                              "stage 4, content_misalign) needs one", "state: teleology")
-        for tool, score in matched:
-            if len(steps) >= 8:
-                break
-            add(tool, f"its description matches the goal's words (TF-IDF {score:.2f})", "tool_find")
-        if not any(s["tool"] == "search_graph" for s in steps) and count:
-            add("search_graph", "the usual first look at what is stored", "default")
-        for i, s in enumerate(steps, start=1):
-            s["step"] = i
-        return {"goal": goal, "steps": [{"step": s.pop("step"), **s} for s in steps], "intents": found,
-                "state": {"memories": count, "suggested_action": action, "quadrant": pulse.get("quadrant"),
-                          "pending_duplicates": duplicates, "recent_orphans": orphans,
-                          "north_star": ("not available yet" if north_star is None else
-                                         ("set" if north_star else "none yet"))},
-                "method": "intents from the goal's words, then the live state (pulse, store size, curation "
-                          "waiting, north star), then the registry's TF-IDF match; registered tools only"}
 
     async def plan(self, goal: str, focus: list[str]) -> dict[str, Any]:
         topic = _topic(goal)

@@ -9,10 +9,8 @@ indexes catch up (a forgotten memory leaves every space; a restored one comes ba
 from __future__ import annotations
 
 import dataclasses
-import re
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -31,44 +29,23 @@ from contextgraph.errors import (
 from contextgraph.graph.kernels import neighbour_entropy, reversal_hash
 from contextgraph.log import get_logger
 from contextgraph.services.engine.atc import domain_of
+from contextgraph.services.memory.curation_records import (
+    SUMMARIZE_METHOD,
+    extractive_summary,
+    iso,
+    record_doc,
+    record_from_doc,
+)
 from contextgraph.services.runtime import operation_pulse
 from contextgraph.services.runtime.e8_refresh import EdgeWatch
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.services.runtime.tombstones import purge_expired
 from contextgraph.storage.base import Edge, GraphTxn, MemoryRecord
-from contextgraph.storage.codec import decode_record, encode_fingerprint, encode_record
+from contextgraph.storage.codec import encode_fingerprint
 
 _log = get_logger("curation")
 T = TypeVar("T")
-SUMMARIZE_METHOD = ("extractive: the sources' distinct sentences in order, duplicates dropped; no language model "
-                    "is available to write an abstractive summary")
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
-
-
-def record_doc(record: MemoryRecord) -> str:
-    """The exact record as the store encodes it (so a restore puts back byte-identical metadata)."""
-    return encode_record(record)[1:].decode()
-
-
-def record_from_doc(doc: str) -> MemoryRecord:
-    return decode_record(b"\x01" + doc.encode())
-
-
-def extractive_summary(contents: list[str]) -> str:
-    seen: set[str] = set()
-    out: list[str] = []
-    for content in contents:
-        for sentence in re.split(r"(?<=[.!?])\s+|\n+", content):
-            sentence = sentence.strip()
-            key = " ".join(sentence.lower().split()).rstrip(".!?")
-            if sentence and key not in seen:
-                seen.add(key)
-                out.append(sentence)
-    return " ".join(out)
 
 
 class CurationService:

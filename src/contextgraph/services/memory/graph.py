@@ -20,7 +20,7 @@ from contextgraph.errors import NodeNotFound
 from contextgraph.graph import hyperbolic as hb
 from contextgraph.graph.kernels import effective_weight, first_cycle, shortest_path
 from contextgraph.retrieval.analyzer import term_set
-from contextgraph.services.memory.curation import iso, record_from_doc
+from contextgraph.services.memory.curation_records import iso, record_from_doc
 from contextgraph.services.memory.memory_payloads import record_summary
 from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.storage.base import Edge, GraphTxn, MemoryRecord

@@ -24,6 +24,7 @@ import psycopg
 
 from contextgraph.errors import InvalidFingerprint, StorageError
 from contextgraph.fingerprint import SPACES, Fingerprint, Vector
+from contextgraph.log import get_logger
 from contextgraph.storage.base import Edge, MemoryRecord, NewTriple, OplogEntry
 from contextgraph.storage.codec import (
     decode_columns,
@@ -40,6 +41,7 @@ from contextgraph.storage.postgres.check import consistency_problems
 from contextgraph.storage.postgres.connect import POOL_MAX, connect, open_pool, redact
 from contextgraph.storage.postgres.graph import PgGraphTxn, next_seq
 
+_log = get_logger("storage")
 _ALL_SPACES = frozenset(s.id for s in SPACES)
 _SCAN_CHUNK = 256
 T = TypeVar("T")
@@ -97,17 +99,29 @@ class PgStore:
         return self._write(fn)
 
     def _read(self, fn: Callable[[psycopg.Cursor], T], snapshot: bool = False) -> T:
+        """`fn` on a pooled connection. A read is safe to repeat, so a connection the server dropped (it restarted
+        since the pool opened it) costs one retry on a fresh one, not an error: the pool discards a connection
+        that comes back broken. A write is never repeated: whether it committed is unknown."""
         try:
-            with self._pool.connection() as conn:
-                # binary results: a fingerprint blob arrives as its bytes, not as hex text twice its size
-                if not snapshot:
-                    with conn.cursor(binary=True) as cur:
-                        return fn(cur)
-                with conn.transaction(), conn.cursor(binary=True) as cur:
-                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    return fn(cur)
+            return self._read_once(fn, snapshot)
+        except psycopg.OperationalError as exc:
+            _log.warning("a pooled connection was lost; reading again on a fresh one", error=str(exc))
         except psycopg.Error as exc:
             raise StorageError(f"store read failed ({self.where}): {exc}") from exc
+        try:
+            return self._read_once(fn, snapshot)
+        except psycopg.Error as exc:
+            raise StorageError(f"store read failed ({self.where}): {exc}") from exc
+
+    def _read_once(self, fn: Callable[[psycopg.Cursor], T], snapshot: bool) -> T:
+        with self._pool.connection() as conn:
+            # binary results: a fingerprint blob arrives as its bytes, not as hex text twice its size
+            if not snapshot:
+                with conn.cursor(binary=True) as cur:
+                    return fn(cur)
+            with conn.transaction(), conn.cursor(binary=True) as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return fn(cur)
 
     def connection(self):
         """A pooled, configured connection (context manager), for the search in search.py."""
