@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from contextgraph.embedders.e06_sparse import BUCKETS, MAX_ACTIVE, SparseEmbedder, bucket, terms
 from contextgraph.embedders.e09_hdc import HdcEmbedder, fold, hamming_similarity, hypervector
-from contextgraph.embedders.e13_splade import SpladeEmbedder
 from contextgraph.fingerprint import Sparse
 from contextgraph.vectors import sparse_dot_scores, sparse_from_counts
 
@@ -68,17 +67,6 @@ def test_e6_similarity_prefers_shared_terms():
     docs = [e6.embed_text("the build failed: stale cache"), e6.embed_text("holiday photos from Portugal")]
     scores = e6.similarity(q, docs)
     assert scores[0] > 0 and scores[1] == 0
-
-
-def test_e13_is_raw_tf_of_token_ids(memory, backbone):
-    e13 = SpladeEmbedder(backbone)
-    assert e13.dim == 30522
-    item = memory("cache cache miss, cache!")
-    v = e13.embed(item)
-    enc = item.encoded
-    counts = Counter(enc.token_ids[~enc.special].tolist())
-    assert dict(zip(v.indices.tolist(), v.values.tolist())) == {k: float(c) for k, c in counts.items()}
-    assert 101 not in v.indices and 102 not in v.indices  # [CLS]/[SEP] excluded
 
 
 def test_e9_typo_keeps_hamming_similarity_high():
