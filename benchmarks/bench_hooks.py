@@ -228,7 +228,7 @@ SEED = [
     "The PostToolUse hook skips an edit whose nearest stored memory is above the duplicate similarity.",
     "UserPromptSubmit injects the memories relevant to the prompt as additionalContext.",
     "Hooks try the TCP server first; in-process they pay the store open and the model load.",
-    "The ONNX graph is exported once into the user's model cache, shared by every data directory.",
+    "The ONNX graph is exported once into the installation's model cache, shared by every data directory.",
     "Release notes are written on Fridays by whoever cut the release.",
     "The staging database is read-only on weekends.",
     "Card charges are retried five times with exponential backoff.",

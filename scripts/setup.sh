@@ -13,8 +13,9 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 # multi-GB CUDA build; pinned, every later requirement on torch is already satisfied.
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[test]"
-# Export the transformer's ONNX graph once into the user's model cache ($CONTEXTGRAPH_MODEL_CACHE, else
-# $XDG_CACHE_HOME/contextgraph/models or ~/.cache/contextgraph/models), shared by every data directory: without
-# it the first store in each new data directory pays the export (5-15 s). Offline: the model ships as a package.
+# Export the transformer's ONNX graph once into the installation's model cache (.venv/share/contextgraph/models;
+# $CONTEXTGRAPH_MODEL_CACHE overrides it; the user's cache only if the venv were not writable), shared by every
+# data directory and every HOME a client sets: without it the first store pays the export (5-15 s). Offline:
+# the model ships as a package.
 # A failure here is reported but does not fail the set-up (the first store exports it instead).
 HF_HUB_OFFLINE=1 .venv/bin/contextgraph doctor --warm || echo "setup: contextgraph doctor --warm reported a problem (above); if the warm-up failed, the first store exports the model instead" >&2

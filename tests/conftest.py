@@ -10,7 +10,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest
 
 from contextgraph.app import build_app
-from contextgraph.config import Settings, user_model_cache
+from contextgraph.config import Settings, default_model_cache
 from contextgraph.services.runtime import perception
 
 
@@ -21,11 +21,11 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def model_cache():
-    """The user-level cache of exported ONNX graphs that `scripts/setup.sh` warms (`doctor --warm`), as every
-    server on this machine uses it: the export (several seconds, more for the int8 graph) is not repeated by
+    """The cache of exported ONNX graphs that `scripts/setup.sh` warms (`doctor --warm`), as every server of
+    this installation uses it: the export (several seconds, more for the int8 graph) is not repeated by
     each test run. Keyed by the model's hash and written atomically, so sharing it is safe; the tests of the
     export itself use caches of their own."""
-    return user_model_cache(os.environ)
+    return default_model_cache(os.environ)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -4,6 +4,7 @@ for ContextGraph's own options."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +33,8 @@ class Settings:
     quantized: bool = False
     device: str = "cpu"  # "cuda" lets runtime=auto serve the transformer with torch on a GPU
     # Exported ONNX graphs, shared by every data directory (keyed by the model's hash): from_env defaults it to
-    # the user cache (user_model_cache); a Settings built directly without one keeps them in <home>/models.
+    # the installation's cache (default_model_cache); a Settings built directly without one keeps them in
+    # <home>/models.
     model_cache_dir: Path | None = None
     # Network transports. Port 0 binds an ephemeral port (tests). A non-loopback host needs a token;
     # with a token every HTTP request and every TCP connection must present it.
@@ -79,8 +81,7 @@ class Settings:
             runtime=(env.get("CONTEXTGRAPH_RUNTIME") or "auto").lower(),
             quantized=(env.get("CONTEXTGRAPH_INT8") or "").lower() in ("1", "true", "yes"),
             device=(env.get("CONTEXTGRAPH_DEVICE") or "cpu").lower(),
-            model_cache_dir=Path(env["CONTEXTGRAPH_MODEL_CACHE"]).expanduser()
-            if env.get("CONTEXTGRAPH_MODEL_CACHE") else user_model_cache(env),
+            model_cache_dir=default_model_cache(env),
             host=env.get("CONTEXTGRAPH_HOST") or transport["default_host"],
             port=_number(env, "CONTEXTGRAPH_PORT", int, transport["default_tcp_port"]),
             http_port=_number(env, "CONTEXTGRAPH_HTTP_PORT", int, transport["default_http_port"]),
@@ -140,11 +141,36 @@ def store_location(url: str | None, home: Path) -> tuple[str, Path | str]:
                         "postgresql://user:password@host:port/database (any libpq URI) or lmdb:///path")
 
 
+def default_model_cache(env: Mapping[str, str], prefix: str | Path | None = None) -> Path:
+    """Where exported ONNX graphs are kept: $CONTEXTGRAPH_MODEL_CACHE when set; else inside the installation
+    (`<sys.prefix>/share/contextgraph/models`: the virtual environment scripts/setup.sh made, whose
+    `contextgraph doctor --warm` fills it), so that a client that runs the server with another HOME (the MCP
+    Inspector, a sandboxed host) finds the graph instead of exporting it again (5-20 s); the user's cache
+    (user_model_cache) only when the installation is not writable (a system-wide install)."""
+    if env.get("CONTEXTGRAPH_MODEL_CACHE"):
+        return Path(env["CONTEXTGRAPH_MODEL_CACHE"]).expanduser()
+    installed = install_model_cache(prefix)
+    return installed if writable(installed) else user_model_cache(env)
+
+
+def install_model_cache(prefix: str | Path | None = None) -> Path:
+    """The model cache of the installation that runs this code (`prefix` defaults to sys.prefix)."""
+    return Path(sys.prefix if prefix is None else prefix) / "share" / "contextgraph" / "models"
+
+
+def writable(path: Path) -> bool:
+    """Whether this process can create files in `path`: the directory itself when it exists, else its nearest
+    existing ancestor, which must be a directory (the cache is created when the first graph is exported)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
+
+
 def user_model_cache(env: Mapping[str, str]) -> Path:
-    """The exported-model cache every data directory shares: $XDG_CACHE_HOME/contextgraph/models, else
-    ~/.cache/contextgraph/models (XDG base directories: a relative XDG_CACHE_HOME is ignored). The graph is
-    exported once per user and model (setup.sh and `contextgraph doctor --warm` do it ahead of time), not once
-    per data directory."""
+    """The user's cache, where the installation's own is not writable: $XDG_CACHE_HOME/contextgraph/models, else
+    ~/.cache/contextgraph/models (XDG base directories: a relative XDG_CACHE_HOME is ignored). It follows HOME,
+    so a client that sets another HOME exports the graph again; default_model_cache prefers the installation."""
     xdg = env.get("XDG_CACHE_HOME") or ""
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path(env.get("HOME") or Path.home()) / ".cache"
     return base / "contextgraph" / "models"

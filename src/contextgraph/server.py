@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from contextgraph import __version__, resources
 from contextgraph.app import App
+from contextgraph.errors import ContextGraphError
 from contextgraph.log import get_logger
 from contextgraph.security.session_label import LABELS
 from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
@@ -233,9 +234,27 @@ def build_server(app: App) -> ContextGraphServer:
             on_completion=complete,
             on_set_logging_level=client_logs.set_level,
         )
+    server.add_request_handler(IDENTITY_METHOD, types.RequestParams, _identity(app))
     server.middleware.append(_envelope_middleware(app))
     server.middleware.append(_handshake_gate(app))  # inside the envelope, so a refused tools/call gets its pulse
     return server
+
+
+IDENTITY_METHOD = "contextgraph/identity"
+
+
+def _identity(app: App):
+    """`contextgraph/identity`, after the handshake: which store this server serves (StoreHandle.identity), so
+    that `contextgraph call` and the hooks use a server only when it serves the store they were asked for."""
+
+    async def identity(ctx: ServerRequestContext, params: types.RequestParams) -> dict[str, Any]:
+        try:
+            found = await app.services.storage.identity()
+        except ContextGraphError as exc:  # a store that does not open: the client cannot match it
+            raise MCPError(app.constitution.error(exc.code_name).code, exc.message) from None
+        return {"server": "contextgraph", "version": __version__, **found}
+
+    return identity
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,6 +148,10 @@ async def test_merge_and_restore(client, app):
     b = await store(client, DEPLOY2, importance=0.9)
     c = await store(client, OTHER, link_to=[a])
     assert (await error(client, "merge_concepts", {"source_node_ids": [a, b], "target_name": "deploy"})).code == -32009
+    for one in ([a[:8]], [a]):  # issue 38.6: one id (a short prefix or a whole id): the list's rule is what is said
+        single = await error(client, "merge_concepts", {"source_node_ids": one, "target_name": "x", "rationale": WHY})
+        assert single.code == -32602 and single.data["field"] == "source_node_ids" and single.data["min_items"] == 2
+        assert "'source_node_ids': List should have at least 2 items" in single.message
     incompatible = await error(client, "merge_concepts", {"source_node_ids": [a, c], "target_name": "x",
                                                           "rationale": WHY})
     assert incompatible.code == -32010  # TC-CUR-003

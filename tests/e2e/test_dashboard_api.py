@@ -46,8 +46,9 @@ async def test_token_required_for_page_and_api(make_dash_app):
             refused = await http.get(path)
             assert refused.status_code == 401, path
             assert refused.headers["www-authenticate"].startswith("Bearer")
-            assert "/dashboard?token=" in refused.json()["error"]["message"]  # says how a browser gets in
-        assert "/dashboard?token=" not in (await http.post("/mcp", json={})).json()["error"]["message"]
+            assert refused.json()["error"] == "invalid_request"  # RFC 6750's body (issue 38.2)
+            assert "/dashboard?token=" in refused.json()["error_description"]  # says how a browser gets in
+        assert "/dashboard?token=" not in (await http.post("/mcp", json={})).json()["error_description"]
         assert (await http.get("/dashboard?token=wrong")).status_code == 401
         # the token is accepted in the query of the page only, never on the API
         assert (await http.get(f"/dashboard/api/now?token={TOKEN}")).status_code == 401

@@ -41,6 +41,24 @@ async def test_store_then_search_finds_it(client):
         assert set(out["_cognitive_pulse"]) >= {"entropy", "coherence", "quadrant"}
 
 
+async def test_search_says_when_nothing_relevant_was_found(client, app):
+    """Issue 38.6: an unrelated query still gets the nearest memories (a 0.29 score at similarity ~0), ranked as
+    ever; the answer now says that none of them is relevant (every similarity under retrieval.relevance_floor,
+    measured by benchmarks/bench_relevance_floor.py)."""
+    for text, modality in MEMORIES:
+        await store(client, text, modality)
+    floor = app.constitution.get("retrieval.relevance_floor")
+    for query in ("What is the capital of Mongolia?", "How long should I boil an egg for a soft yolk?"):
+        out = (await client.call_tool("search_graph", {"query": query, "top_k": 3})).structured_content
+        assert out["count"] == 3 and out["nothing_relevant"] is True  # results kept, flagged
+        assert all(r["similarity"] < floor for r in out["results"])
+        assert out["relevance"].startswith("Nothing relevant found") and f"below {floor:g}" in out["relevance"]
+    related = (await client.call_tool("search_graph", {"query": "why did the deploy fail", "top_k": 3})
+               ).structured_content
+    assert related["nothing_relevant"] is False and "relevance" not in related
+    assert related["results"][0]["similarity"] >= floor
+
+
 async def test_store_memory_moves_the_pulse(client):
     """SPEC D16: store_memory, the main tool, updates the pulse (it stayed at entropy 1, coherence 0 before)."""
     first = await store(client, MEMORIES[0][0])

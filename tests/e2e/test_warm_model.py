@@ -1,6 +1,6 @@
-"""Issue 13.2, a warm model: exported graphs live in one user-level cache shared by every data directory,
-`contextgraph doctor --warm` fills it ahead of time, and a store or inject that has to wait for the model says so
-in progress notifications."""
+"""Issue 13.2, a warm model: exported graphs live in one cache shared by every data directory (the installation's,
+issue 38.4), `contextgraph doctor --warm` fills it ahead of time, and a store or inject that has to wait for the
+model says so in progress notifications."""
 
 import os
 import subprocess
@@ -9,22 +9,39 @@ from pathlib import Path
 
 import pytest
 
-from contextgraph import doctor
+from contextgraph import config, doctor
 from contextgraph.config import Settings
 
 SCRIPT = Path(sys.executable).parent / "contextgraph"
 
 
-def test_the_model_cache_is_per_user_not_per_data_directory():
+def test_the_model_cache_is_the_installations_whatever_home_says(tmp_path):
+    """Issue 38.4: a client that runs the server with HOME set elsewhere (the MCP Inspector, a sandboxed host)
+    finds the graph setup.sh exported into the installation instead of exporting it again."""
+    installed = Path(sys.prefix) / "share" / "contextgraph" / "models"
+    empty_home = tmp_path / "empty-home"
+    empty_home.mkdir()
+    moved = Settings.from_env({"CONTEXTGRAPH_HOME": str(tmp_path / "data"), "HOME": str(empty_home)})
+    assert moved.models_dir == installed
     one = Settings.from_env({"CONTEXTGRAPH_HOME": "/data/one", "XDG_CACHE_HOME": "/xdg/cache"})
-    two = Settings.from_env({"CONTEXTGRAPH_HOME": "/data/two", "XDG_CACHE_HOME": "/xdg/cache"})
-    assert one.models_dir == two.models_dir == Path("/xdg/cache/contextgraph/models")
-    home = Settings.from_env({"CONTEXTGRAPH_HOME": "/data/one", "HOME": "/home/ana"})
-    assert home.models_dir == Path("/home/ana/.cache/contextgraph/models")
-    relative = Settings.from_env({"XDG_CACHE_HOME": "cache", "HOME": "/home/ana"})  # XDG: relative is ignored
-    assert relative.models_dir == Path("/home/ana/.cache/contextgraph/models")
-    chosen = Settings.from_env({"XDG_CACHE_HOME": "/xdg/cache", "CONTEXTGRAPH_MODEL_CACHE": "/models"})
-    assert chosen.models_dir == Path("/models")
+    two = Settings.from_env({"CONTEXTGRAPH_HOME": "/data/two", "HOME": "/home/ana"})
+    assert one.models_dir == two.models_dir == installed  # one cache for every data directory and every HOME
+    chosen = Settings.from_env({"HOME": str(empty_home), "CONTEXTGRAPH_MODEL_CACHE": "/models"})
+    assert chosen.models_dir == Path("/models")  # the override wins
+
+
+def test_the_user_cache_only_when_the_installation_is_not_writable(tmp_path):
+    read_only = tmp_path / "a-file"  # nothing can be created under a regular file
+    read_only.write_text("")
+    assert not config.writable(config.install_model_cache(read_only))
+    assert config.writable(config.install_model_cache(tmp_path))  # created on the first export
+    env = {"XDG_CACHE_HOME": "/xdg/cache"}
+    assert config.default_model_cache(env, prefix=read_only) == Path("/xdg/cache/contextgraph/models")
+    assert config.default_model_cache(env, prefix=tmp_path) == tmp_path / "share" / "contextgraph" / "models"
+    assert config.default_model_cache({"HOME": "/home/ana"}, prefix=read_only) == Path(
+        "/home/ana/.cache/contextgraph/models")
+    relative = {"XDG_CACHE_HOME": "cache", "HOME": "/home/ana"}  # XDG: a relative one is ignored
+    assert config.default_model_cache(relative, prefix=read_only) == Path("/home/ana/.cache/contextgraph/models")
 
 
 def test_doctor_reports_and_warms_the_model_cache(tmp_path, make_settings):

@@ -1,4 +1,4 @@
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import Field, ValidationError
@@ -51,3 +51,23 @@ def test_every_error_is_reported_and_no_input_is_echoed():
     err = error_for({"query": secret * 3, "top_k": "many"})
     assert [e["field"] for e in err.data["errors"]] == ["query", "top_k"]
     assert secret not in err.message and secret not in repr(err.data)
+
+
+class Merge(Args):
+    ids: list[Annotated[str, Field(min_length=32)]] = Field(min_length=2, max_length=3)
+
+
+def test_a_list_too_short_is_reported_before_its_items():
+    """Issue 38.6: pydantic checks a list's length only after its items validate, so merge_concepts with one
+    short id reported the id's 32 characters, not that it needs at least 2 ids."""
+    for ids, kind in ((["abc"], "at least 2 items"), (["a" * 32] * 2 + ["b"] * 2, "at most 3 items")):
+        with pytest.raises(ValidationError) as info:
+            Merge.model_validate({"ids": ids})
+        err = invalid_params("merge", info.value, Merge.model_json_schema(), {"ids": ids})
+        assert err.message.startswith(f"Invalid arguments for merge: argument 'ids': List should have {kind}")
+        assert err.data["field"] == "ids" and (err.data["min_items"], err.data["max_items"]) == (2, 3)
+        assert err.data["errors"][0]["field"] == "ids"
+    with pytest.raises(ValidationError) as info:  # a list of the right length: its items' errors alone
+        Merge.model_validate({"ids": ["a" * 32, "b"]})
+    err = invalid_params("merge", info.value, Merge.model_json_schema(), {"ids": ["a" * 32, "b"]})
+    assert [e["field"] for e in err.data["errors"]] == ["ids.1"] and err.data["min_length"] == 32

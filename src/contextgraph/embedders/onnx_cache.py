@@ -1,5 +1,6 @@
 """The model cache: the ONNX graph of a local model, exported once with torch and kept under
-`cache_dir/<model-hash>/` (by default the user's cache, shared by every data directory: config.user_model_cache).
+`cache_dir/<model-hash>/` (by default the installation's cache, shared by every data directory:
+config.default_model_cache).
 The only module here that writes files, and the only one that imports torch or
 transformers (inside `_export_fp32`, never at import time): serving reads the cached graph with ONNX Runtime.
 
@@ -76,7 +77,7 @@ def cached_graph(info: ModelInfo, cache_dir: Path, *, quantized: bool = False) -
 
 @contextlib.contextmanager
 def _export_lock_file(model_cache: Path) -> Iterator[None]:
-    """One export at a time across processes too: the cache is shared by every data directory of the user, so
+    """One export at a time across processes too: the cache is shared by every data directory, so
     `setup.sh`, a server and a hook can all miss it at once; the later ones wait (seconds) and find the graph
     the first one published instead of exporting it again. Without flock (or on a filesystem that refuses it)
     they export side by side, which the atomic rename keeps safe."""

@@ -18,9 +18,10 @@ The hooks (Claude Code settings format: event → [{matcher, hooks: [{type: comm
   exists today is worth running when a session ends. `contextgraph hooks` says so on stderr.
 
 Every hook tries the server listening on the configured TCP address first (`contextgraph serve --transport
-tcp`, or `all`): the hook then costs a Python start, the constitution, one connection and the tool itself
-(~0.3 s on two shared cores, of which the server's part is ~65 ms). With no server it runs in-process and opens
-the store and loads the model each time (2-4 s on the same machine; benchmarks/bench_hooks.py measures both).
+tcp`, or `all`), when it serves the hook's store (shell/call.py checks): the hook then costs a Python start, the
+constitution, one connection and the tool itself (~0.3 s on two shared cores, of which the server's part is
+~65 ms). With no server it runs in-process and opens the store and loads the model each time (2-4 s on the same
+machine; benchmarks/bench_hooks.py measures both).
 
 Hook mode never exits 2 (which Claude Code treats as a blocking error for some events): a failure is exit 1,
 shown to the user, and the session goes on.

@@ -35,6 +35,7 @@ from contextgraph.storage.lmdb_keys import seq_key
 from contextgraph.storage.locks import RWLock
 
 SCHEMA_VERSION = b"1"
+STORE_DIR = "store"  # the LMDB environment's directory inside a data directory
 DEFAULT_MAP_SIZE = 8 << 30  # a ceiling, not an allocation: the data file is sparse and grows with the data
 _DBS = (b"meta", b"memories", b"fingerprints", b"ids", b"seqs", b"oplog", b"edges_out", b"edges_in",
         b"tombstones", b"reversals", b"lineage", b"triples")
@@ -100,6 +101,18 @@ class LmdbFile:
             if isinstance(exc, lmdb.Error):
                 raise StorageError(f"cannot open the store at {self.path}: {exc}") from exc
             raise
+
+    @staticmethod
+    def read_store_id(path: Path | str) -> str | None:
+        """The id of the store at `path`, read without writing anything, or None when no readable store is there
+        (none yet, damaged, or open in this very process: a second handle would drop the first one's locks)."""
+        if not (Path(path) / "data.mdb").is_file():
+            return None
+        try:
+            with LmdbFile(path, readonly=True) as found:
+                return found.store_id or None
+        except StorageError:
+            return None
 
     def _init_meta(self, txn: lmdb.Transaction) -> None:
         meta = self._db["meta"]

@@ -9,9 +9,9 @@ from typing import TextIO
 
 from contextgraph.storage import save_dirs
 from contextgraph.storage.indexes import IndexSet
+from contextgraph.storage.lmdb_env import STORE_DIR as STORE_DIR
 from contextgraph.storage.lmdb_store import LmdbStore
 
-STORE_DIR = "store"
 INDEX_DIR = "indexes"
 
 

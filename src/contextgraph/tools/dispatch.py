@@ -137,7 +137,7 @@ class Dispatcher:
         try:
             args = spec.args.model_validate(arguments)
         except ValidationError as exc:
-            raise invalid_params(canonical, exc, registry.input_schemas[canonical]) from None
+            raise invalid_params(canonical, exc, registry.input_schemas[canonical], arguments) from None
         # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (docs/tools.md)
         args, redactions = redact_arguments(args)
         # counted in flight (no automatic dream starts meanwhile); a memory operation wakes a dream at once

@@ -121,9 +121,35 @@ def _shown_loc(error: Any, known: set[str]) -> Any:
     return {**error, "loc": loc}
 
 
-def invalid_params(tool: str, exc: ValidationError, schema: dict[str, Any]) -> InvalidParams:
+def _list_lengths(schema: dict[str, Any], arguments: Any) -> list[dict[str, Any]]:
+    """Errors for list arguments with too few or too many items. Pydantic checks a list's length only once every
+    item has validated, so `merge_concepts` with one malformed id was told about the id's 32 characters and not
+    that it needs at least 2 ids: the rule on the list comes first, whatever its items are."""
+    if not isinstance(arguments, Mapping):
+        return []
+    found: list[dict[str, Any]] = []
+    for name, node in schema.get("properties", {}).items():
+        value = arguments.get(name)
+        prop = _resolved(schema, node)
+        if not isinstance(value, list) or prop.get("type") != "array":
+            continue
+        low, high = prop.get("minItems"), prop.get("maxItems")
+        if low is not None and len(value) < low:
+            found.append({"loc": (name,), "type": "too_short",
+                          "msg": f"List should have at least {low} item{'s' if low != 1 else ''}, not {len(value)}"})
+        elif high is not None and len(value) > high:
+            found.append({"loc": (name,), "type": "too_long",
+                          "msg": f"List should have at most {high} item{'s' if high != 1 else ''}, not {len(value)}"})
+    return found
+
+
+def invalid_params(tool: str, exc: ValidationError, schema: dict[str, Any],
+                   arguments: Mapping[str, Any] | None = None) -> InvalidParams:
     known = {name for node in (schema, *schema.get("$defs", {}).values()) for name in node.get("properties", {})}
     errors = [_shown_loc(e, known) for e in exc.errors(include_url=False, include_input=False, include_context=False)]
+    lengths = [e for e in _list_lengths(schema, arguments)
+               if not any(tuple(seen["loc"]) == e["loc"] and seen["type"] == e["type"] for seen in errors)]
+    errors = [*lengths, *errors]
     allowed_fields = sorted(schema.get("properties", {}))
     first = errors[0]
     field = str(first["loc"][0]) if first["loc"] else None  # the argument to fix; errors[] hold the full path

@@ -89,8 +89,7 @@ class HttpService:
         limited = BodyDeadline(RequestBodyLimitMiddleware(checked, self.max_body),
                                float(c.get("transport.http_body_seconds")), invalid.code)
         dashboard_auth: DashboardAuth | None = self.dashboard.auth
-        self.asgi: ASGIApp = HttpGuard(limited, app.settings,
-                                       HostRules(app.settings), invalid.code,
+        self.asgi: ASGIApp = HttpGuard(limited, app.settings, HostRules(app.settings),
                                        alternate=dashboard_auth.accepts if dashboard_auth is not None else None,
                                        refusal=dashboard_auth.refusal if dashboard_auth is not None else None)
 

@@ -2,7 +2,8 @@
 
 * **bind**: loopback by default; a non-loopback bind is refused unless a bearer token is configured.
 * **token**: with a token, every HTTP request carries `Authorization: Bearer TOKEN` (else 401, for every
-  endpoint, /health included) and every TCP connection opens with the line `{"auth": "TOKEN"}`.
+  endpoint, /health included, answered as RFC 6750 says: an OAuth error body and a `WWW-Authenticate: Bearer`
+  challenge, which MCP clients parse) and every TCP connection opens with the line `{"auth": "TOKEN"}`.
 * **DNS rebinding**: every HTTP request's Host must name this server (loopback names, the bind host, or
   CONTEXTGRAPH_ALLOWED_HOSTS; else 421) and an Origin, when sent, must be http(s) on such a host or listed in
   CONTEXTGRAPH_ALLOWED_ORIGINS (else 403).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import re
 import socket
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from contextgraph.config import Settings, SettingsError
-from contextgraph.transports.asgi import respond, respond_rpc_error
+from contextgraph.transports.asgi import respond
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _WILDCARD = ("0.0.0.0", "::", "")
@@ -123,12 +125,11 @@ class HttpGuard:
     """ASGI middleware in front of every HTTP endpoint: Host/Origin validation, then the bearer token (or, where
     `alternate` accepts the request, the credential it checks)."""
 
-    def __init__(self, app: ASGIApp, settings: Settings, rules: HostRules, unauthorized_code: int,
+    def __init__(self, app: ASGIApp, settings: Settings, rules: HostRules,
                  alternate: AlternateCredential | None = None, refusal: RefusalMessage | None = None) -> None:
         self.app = app
         self.token = settings.token
         self.rules = rules
-        self.unauthorized_code = unauthorized_code
         self.alternate = alternate
         self.refusal = refusal
 
@@ -145,12 +146,31 @@ class HttpGuard:
             await respond(send, 403, b"Invalid Origin header: cross-origin requests are refused "
                                      b"(CONTEXTGRAPH_ALLOWED_ORIGINS lists the allowed ones).")
             return
-        if (self.token and not token_matches(bearer(headers.get("authorization")), self.token)
+        presented = bearer(headers.get("authorization"))
+        if (self.token and not token_matches(presented, self.token)
                 and not (self.alternate is not None and self.alternate(scope, headers))):
             message = self.refusal(scope) if self.refusal is not None else None
-            await respond_rpc_error(
-                send, 401, None, self.unauthorized_code,
-                message or "Unauthorized: this server requires `Authorization: Bearer <token>` on every request.",
-                extra=[(b"www-authenticate", b'Bearer realm="contextgraph"')])
+            await respond_unauthorized(send, sent_token=bool(presented), description=message)
             return
         await self.app(scope, receive, send)
+
+
+_NO_TOKEN = ("this server takes a static bearer token, not OAuth: send `Authorization: Bearer <token>` (the "
+             "server's CONTEXTGRAPH_TOKEN) on every request; there is no authorization server to register with")
+_BAD_TOKEN = ("the bearer token is not this server's: send `Authorization: Bearer <token>` with the server's "
+              "CONTEXTGRAPH_TOKEN (a static token, not OAuth: there is no authorization server)")
+_NOT_IN_A_HEADER = re.compile(r'[^\x20-\x21\x23-\x5b\x5d-\x7e]')  # RFC 6750 error_description characters
+
+
+async def respond_unauthorized(send: Send, *, sent_token: bool, description: str | None = None) -> None:
+    """401 as RFC 6750 (section 3) has it, which is what MCP clients parse (their OAuth code reads the body as an
+    OAuth error response): `{"error": "invalid_token" | "invalid_request", "error_description": ...}` and the
+    same in `WWW-Authenticate: Bearer realm="contextgraph", error=..., error_description=...`. invalid_request when
+    no bearer token came at all, invalid_token when one came and is wrong."""
+    error = "invalid_token" if sent_token else "invalid_request"
+    text = description or ("Unauthorized: " + (_BAD_TOKEN if sent_token else _NO_TOKEN) + ".")
+    body = json.dumps({"error": error, "error_description": text}).encode()
+    quoted = _NOT_IN_A_HEADER.sub("'", text)
+    challenge = f'Bearer realm="contextgraph", error="{error}", error_description="{quoted}"'
+    await respond(send, 401, body, "application/json", [(b"www-authenticate", challenge.encode("ascii")),
+                                                        (b"cache-control", b"no-store")])

@@ -4,6 +4,7 @@
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 from transport_helpers import PULSE_FIELDS, serving
 
 from contextgraph import cli
+from contextgraph import server as server_module
 from contextgraph.app import build_app
+from contextgraph.shell import call as call_module
 from contextgraph.shell import hooks
 from contextgraph.shell.call import call_remote, describe_failure
 
@@ -81,6 +84,98 @@ async def test_call_uses_a_running_server_and_shares_its_store(net_app, model_ca
         with anyio.fail_after(5):
             while where.parts["tcp"].connections:  # each call came, and went
                 await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+async def test_call_uses_a_server_only_when_it_serves_the_store_asked_for(net_app, model_cache, tmp_path):
+    """Issue 38.1: `CONTEXTGRAPH_HOME=A contextgraph call` answered from the store of whichever server listened
+    on the port. The server says which store it serves; `call` and the hooks use it only for that store (the
+    same store id, in the same directory), and otherwise run in-process on the store asked for, saying why."""
+    home = net_app.settings.home
+    async with serving(net_app, ("tcp",)) as where:
+        port = str(where.tcp[1])
+
+        async def call(data_dir: Path, content: str) -> tuple[dict, str]:
+            memory = json.dumps({"content": content, "rationale": "where each memory lands"})
+            done = await anyio.run_process([str(SCRIPT), "call", "store_memory", memory], check=False,
+                                           env=call_env(data_dir, model_cache, CONTEXTGRAPH_PORT=port))
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout), done.stderr.decode()
+
+        served, note = await call(home, "The billing service retries card charges five times.")
+        assert served["session"].startswith("conn:") and note == ""  # the server's own store: through it
+        other = tmp_path / "other-data"
+        alone, note = await call(other, "The staging cluster is rebuilt every Monday morning.")
+        assert alone["session"] == "cli"  # not the server's store: run here, on the store asked for
+        assert "serves another store" in note and str(other) in note and "running in this process" in note
+        assert net_app.services.storage.store.get(alone["id"]) is None
+        linked = tmp_path / "link-to-home"
+        linked.symlink_to(home, target_is_directory=True)  # another spelling of the same directory
+        through, note = await call(linked, "Invoices are numbered per year, starting at 1 each January.")
+        assert through["session"].startswith("conn:") and note == ""
+        copy = tmp_path / "copy-of-home"  # the same store id, in another directory: not the server's store
+        shutil.copytree(home / "store", copy / "store")
+        copied, note = await call(copy, "The on-call rotation changes every Wednesday at noon.")
+        assert copied["session"] == "cli" and "a copy of this store in another directory" in note
+        # a hook goes the same way: the edit lands in the store asked for
+        edit = {"cwd": "/srv/ledger", "hook_event_name": "PostToolUse", "tool_name": "Write", "tool_input": {
+            "file_path": "/srv/ledger/rates.py", "content": "FX_SOURCE = 'ecb'  # daily reference rates"}}
+        hooked = await anyio.run_process([str(SCRIPT), "call", "inject_context", "--hook"], check=False,
+                                         input=json.dumps(edit).encode(),
+                                         env=call_env(other, model_cache, CONTEXTGRAPH_PORT=port))
+        assert hooked.returncode == 0 and b"serves another store" in hooked.stderr
+        assert net_app.services.storage.store.count() == 2  # the two stored through it
+        with anyio.fail_after(5):
+            while where.parts["tcp"].connections:
+                await anyio.sleep(0.02)
+    app = build_app(net_app.settings.__class__.from_env({**call_env(other, model_cache)}))
+    try:
+        assert app.services.storage.store.count() == 2  # the call's memory and the hook's
+    finally:
+        app.close()
+
+
+@pytest.mark.anyio
+async def test_a_remote_server_of_another_store_is_refused(net_app, tmp_path, monkeypatch):
+    """On another machine, a server that serves another store is refused, not passed over for a store here
+    the user did not point at; an older server that cannot say which store it serves is not trusted either."""
+    monkeypatch.setattr(call_module, "_loopback", lambda host: False)
+    async with serving(net_app, ("tcp",)) as where:
+        settings = net_app.settings.__class__.from_env({"CONTEXTGRAPH_HOME": str(tmp_path / "elsewhere"),
+                                                        "CONTEXTGRAPH_PORT": str(where.tcp[1])})
+        notes: list[str] = []
+        result = await anyio.to_thread.run_sync(lambda: call_module.run_call(settings, "tool_find", {"query": "x"},
+                                                                             notes.append))
+        assert not result.ok and "serves another store" in (result.message or "") and "Nothing was run" in (
+            result.message or "")
+        assert notes == [] and not (tmp_path / "elsewhere").exists()  # nothing opened or created here
+        assert call_module.AskedStore.of(settings).served_by(None) is not None
+    assert call_module.IDENTITY_METHOD == server_module.IDENTITY_METHOD  # the same method name on both sides
+
+
+@pytest.mark.anyio
+async def test_a_postgresql_store_is_matched_by_its_id(make_net_app, postgres_url, postgres_server):
+    """With a PostgreSQL store the server's identity is the id in the database: `call` with the same URL uses
+    the server, with another database (no store in it yet) runs in-process."""
+    import psycopg
+
+    app = make_net_app(CONTEXTGRAPH_STORE_URL=postgres_url)
+    other = f"cg_other_{os.getpid()}"
+    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{other}"')
+    async with serving(app, ("tcp",)) as where:
+        port = str(where.tcp[1])
+        same = app.settings.__class__.from_env({"CONTEXTGRAPH_STORE_URL": postgres_url, "CONTEXTGRAPH_PORT": port})
+        session = await anyio.to_thread.run_sync(lambda: call_module.RemoteSession.open(
+            same, connect_seconds=2, timeout_seconds=30, protocol_version="2025-06-18"))
+        session.close()
+        identity = session.identity
+        assert identity is not None and identity["backend"] == "postgresql" and "store_dir" not in identity
+        asked = await anyio.to_thread.run_sync(lambda: call_module.AskedStore.of(same))
+        assert asked.store_id == app.services.storage.store.store_id and asked.served_by(identity) is None
+        elsewhere = app.settings.__class__.from_env({"CONTEXTGRAPH_STORE_URL": postgres_server.get_uri(other)})
+        stranger = await anyio.to_thread.run_sync(lambda: call_module.AskedStore.of(elsewhere))
+        assert stranger.store_id is None and "serves another store" in (stranger.served_by(identity) or "")
 
 
 @pytest.mark.anyio

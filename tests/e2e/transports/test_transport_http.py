@@ -141,9 +141,13 @@ async def test_host_origin_token_and_size_guards(make_net_app):
         for method, path in [("GET", "/health"), ("POST", "/mcp"), ("GET", "/sse"), ("POST", "/messages/")]:
             refused = await http.request(method, path, headers=ACCEPT, json=request(1, "initialize", INIT))
             assert refused.status_code == 401, path
-            assert "Unauthorized" in refused.json()["error"]["message"] and "status" not in refused.text
+            assert "status" not in refused.text
+            _assert_oauth_refusal(refused, "invalid_request")  # no token at all
             wrong = await http.request(method, path, headers={**ACCEPT, "authorization": "Bearer nope"})
             assert wrong.status_code == 401, path
+            _assert_oauth_refusal(wrong, "invalid_token")  # a token, not this server's
+            basic = await http.request(method, path, headers={**ACCEPT, "authorization": "Basic czNjcmV0"})
+            _assert_oauth_refusal(basic, "invalid_request")  # no bearer token
         health = await http.get("/health", headers=auth)
         assert health.status_code == 200 and health.json()["status"] == "ok"
         assert (await http.get("/health", headers={**auth, "host": "evil.example"})).status_code == 421
@@ -158,6 +162,23 @@ async def test_host_origin_token_and_size_guards(make_net_app):
             async with Client(streamable_http_client(http_base(where) + "/mcp", http_client=with_token),
                               mode="legacy") as client:
                 assert (await client.call_tool("tool_active", {})).structured_content["count"] > 0
+
+
+def _assert_oauth_refusal(refused, error: str) -> None:
+    """Issue 38.2: a 401 is what RFC 6750 says, which MCP clients parse as an OAuth error response (Claude Code
+    logged a ZodError for the JSON-RPC error body that was there before): `error` and `error_description`
+    strings, and the same in the WWW-Authenticate challenge."""
+    assert refused.status_code == 401
+    assert refused.headers["content-type"].startswith("application/json")
+    body = refused.json()
+    assert set(body) == {"error", "error_description"} and body["error"] == error
+    assert isinstance(body["error_description"], str) and "Authorization: Bearer" in body["error_description"]
+    assert "not OAuth" in body["error_description"]  # says a static token is expected
+    challenge = refused.headers["www-authenticate"]
+    assert challenge.startswith('Bearer realm="contextgraph", ')
+    assert f'error="{error}"' in challenge and 'error_description="' in challenge
+    description = challenge.split('error_description="', 1)[1]
+    assert description.endswith('"') and '"' not in description[:-1] and "\\" not in description
 
 
 @pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # the client's setLevel

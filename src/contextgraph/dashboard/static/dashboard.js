@@ -46,6 +46,8 @@
       headers: { accept: "application/json" } }, options || {}));
     let body = null;
     try { body = await response.json(); } catch (_e) { body = { error: { code: response.status, message: response.statusText } }; }
+    // a 401 is an OAuth error (RFC 6750): {error: "invalid_token", error_description: "..."}
+    if (body && typeof body.error === "string") body = { error: { code: response.status, message: body.error_description || body.error } };
     if (!response.ok) { const err = new Error((body.error && body.error.message) || response.statusText); err.body = body; err.status = response.status; throw err; }
     return body;
   }

@@ -51,6 +51,7 @@ class MemoryService:
         self.cognition = handle.cognition
         self.workspace = handle.workspace
         self.retrieval_settings = RetrievalSettings.from_constitution(constitution)
+        self.relevance_floor = float(constitution["retrieval"]["relevance_floor"])
         self.edge_rules = AutoEdgeRules(constitution["graph"])
         self.modulation = modulation
         self.listeners = listeners or MemoryListeners()
@@ -121,7 +122,7 @@ class MemoryService:
             measured = {f.record.seq: f.similarities for f in retrieval.found if f.similarities is not None}
             utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer,
                                         pool_similarities=measured)
-            return Searched(query, retrieval, breakdown, embed_ms), utl
+            return Searched(query, retrieval, breakdown, embed_ms, relevance_floor=self.relevance_floor), utl
 
         searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
         operation_pulse.fold(self.handle, [utl])

@@ -94,6 +94,9 @@ class Searched:
     breakdown: bool
     embed_ms: float
     redactions: list[str] = field(default_factory=list)
+    # retrieval.relevance_floor: when no result is at least this similar (E1) to the query, the answer says that
+    # nothing relevant was found; the results stay, ranked as they are
+    relevance_floor: float = 0.0
 
     def payload(self) -> dict[str, Any]:
         results = []
@@ -106,7 +109,14 @@ class Searched:
                 item["space_contributions"] = {SPACES[s - 1].name: round(weights[s] / (k + rank), 6)
                                                for s, rank in sorted(f.space_ranks.items()) if weights.get(s)}
             results.append(item)
-        payload: dict[str, Any] = {"query": self.query, "results": results, "count": len(results)}
+        best = max((r["similarity"] for r in results), default=0.0)
+        payload: dict[str, Any] = {"query": self.query, "results": results, "count": len(results),
+                                   "nothing_relevant": best < self.relevance_floor}
+        if results and payload["nothing_relevant"]:
+            payload["relevance"] = (
+                f"Nothing relevant found: no result is close in meaning to the query (best similarity {best:.2f}, "
+                f"below {self.relevance_floor:g}). These are the nearest memories, not answers: the memory "
+                "holds nothing about this yet, or holds it in other words.")
         if self.breakdown:
             payload["stages_ms"] = {"embed_query": self.embed_ms, **self.retrieval.stages_ms}
             payload["candidates"] = self.retrieval.candidates

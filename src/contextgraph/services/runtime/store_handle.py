@@ -11,6 +11,7 @@ protocols of storage.base, never a backend class: the backend is chosen here, on
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -126,6 +127,25 @@ class StoreHandle:
         await self.ready()
         store = self.store
         return await anyio.to_thread.run_sync(lambda: fn(store))
+
+    async def identity(self) -> dict[str, Any]:
+        """Which store this is (the store is opened first): the backend, the store's own id (a uuid4 kept in the
+        store since it was created), and where it lives, the data directory and the LMDB store directory with
+        symbolic links resolved (or the PostgreSQL URL without its password). `contextgraph call` compares it with
+        the store it was asked for before it sends a tool call to a running server (shell/call.py)."""
+        await self.ready()
+        return await anyio.to_thread.run_sync(self._identity)  # resolving links reads the file system
+
+    def _identity(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"backend": self.backend, "store_id": getattr(self.store, "store_id", None) or None,
+                                 "data_dir": os.path.realpath(self.home)}
+        if self.backend == "lmdb":
+            found["store_dir"] = os.path.realpath(self.store_home / STORE_DIR)
+        elif self.store_url:
+            from contextgraph.storage.postgres.connect import redact
+
+            found["database"] = redact(self.store_url)
+        return found
 
     @property
     def is_open(self) -> bool:

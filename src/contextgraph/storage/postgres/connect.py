@@ -11,7 +11,7 @@ from psycopg import conninfo, sql
 from psycopg_pool import ConnectionPool
 
 from contextgraph.errors import StorageError
-from contextgraph.storage.postgres.schema import EF_SEARCH, search_path
+from contextgraph.storage.postgres.schema import EF_SEARCH, SCHEMA, search_path
 
 POOL_MAX = 8  # the writer thread, the search threads, curation and the engine's saves of one server
 
@@ -33,6 +33,17 @@ def connect(url: str) -> psycopg.Connection:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         raise StorageError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}".strip()) from exc
+
+
+def read_store_id(url: str) -> str | None:
+    """The id of the store in this database (created with its schema), or None when there is none or the
+    database cannot be reached: what `contextgraph call` compares with a running server's."""
+    try:
+        with connect(url) as conn:
+            row = conn.execute(sql.SQL("SELECT store_id FROM {}.store").format(sql.Identifier(SCHEMA))).fetchone()
+    except (StorageError, psycopg.Error):
+        return None
+    return str(row[0]) if row else None
 
 
 def _configure(conn: psycopg.Connection) -> None:
