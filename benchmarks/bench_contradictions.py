@@ -70,7 +70,7 @@ def report(name: str, pairs: list[Pair], verdicts: list[str | None]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--half", choices=("tune", "test", "both"), default="both")
     args = parser.parse_args()
     tune, test = split()
