@@ -6,9 +6,10 @@ Each pair goes through the judge critique_context runs (`Critique._judge`) with 
 packaged all-MiniLM-L6-v2 through ONNX Runtime), the first text stored a minute before the second. A pair counts
 as flagged when the judge reports it under "conflicts" with a `forget_concept` action (a confirmed conflict); the
 ones it reports with `annotate_node` (a possible conflict it cannot confirm) are counted apart. Prints precision
-and recall per half and every mistake, so a reader can judge them.
+and recall per half and every mistake, so a reader can judge them; "fresh" is a third set of 30 pairs written
+after the judge was tuned, in other phrasings, never tuned on.
 
-Run:  .venv/bin/python benchmarks/bench_contradictions.py [--half tune|test|both]
+Run:  .venv/bin/python benchmarks/bench_contradictions.py [--half tune|test|fresh|all]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
-from contradiction_pairs import Pair, split
+from contradiction_pairs import FRESH, Pair, split
 
 from contextgraph.config import user_model_cache
 from contextgraph.constitution import constitution
@@ -71,11 +72,11 @@ def report(name: str, pairs: list[Pair], verdicts: list[str | None]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--half", choices=("tune", "test", "both"), default="both")
+    parser.add_argument("--half", choices=("tune", "test", "fresh", "all"), default="all")
     args = parser.parse_args()
     tune, test = split()
-    halves = {"tune": tune, "test": test}
-    chosen = list(halves) if args.half == "both" else [args.half]
+    halves = {"tune": tune, "test": test, "fresh": list(FRESH)}
+    chosen = list(halves) if args.half == "all" else [args.half]
     vecs = vectors(sorted({t for h in chosen for p in halves[h] for t in (p.a, p.b)}))
     critique = Critique(None, constitution())  # type: ignore[arg-type]  # the judge never reads the store
     for h in chosen:
