@@ -7,7 +7,7 @@ from contradiction_pairs import PAIRS, split
 
 from contextgraph.claims.contradiction import contradiction
 from contextgraph.claims.moves import move_in
-from contextgraph.claims.words import split_words
+from contextgraph.claims.words import sentences, split_words
 
 
 @pytest.mark.parametrize(("a", "b", "kind"), [
@@ -49,6 +49,15 @@ def test_a_move_says_which_side_holds_now_in_either_order():
     move = "Payroll switched from Sage to Xero."
     assert contradiction("Payroll runs on Sage.", move).newer == "b"  # type: ignore[union-attr]
     assert contradiction(move, "Payroll runs on Sage.").newer == "a"  # type: ignore[union-attr]
+
+
+def test_memories_of_several_sentences_are_compared_sentence_by_sentence():
+    notes = ("Release notes for the gateway. The gateway is written in Go. Its request limit is 200 per second. "
+             "Dashboards live in Grafana.")
+    found = contradiction(notes, "The gateway's owners agreed on this. Its request limit is 500 per second.")
+    assert found is not None and found.kind == "value" and "200 vs 500" in found.evidence
+    assert contradiction(notes, "The gateway is fast. Dashboards live in Grafana; alerts go to PagerDuty.") is None
+    assert sentences("Use Node.js 20; v1.2 ships it.\nDone!") == ["Use Node.js 20;", "v1.2 ships it.", "Done!"]
 
 
 def test_a_move_names_old_new_and_subject():

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contextgraph.claims.moves import Move, move_in
-from contextgraph.claims.words import Words, numeric, phrase_words, split_words, stem_of
+from contextgraph.claims.words import Words, numeric, phrase_words, sentences, split_words, stem_of
 
 Kind = Literal["negation", "value", "supersession"]
 
@@ -43,6 +43,8 @@ _MULTI = phrase_words("support supports include includes accept accepts speak sp
                       "contains like likes know knows handle handles provide provides")
 _NAME_WORDS = 2  # a value slot without a number: a name of one or two words ("Lisbon", "data engineering")
 _MIN_FRAME = 2  # the words both sentences share around the slot: a subject and a predicate at least
+# sentences compared per memory: a pair of memories costs at most its square in sentence pairs, each a few µs
+_MAX_SENTENCES = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,18 @@ class Contradiction:
 
 
 def contradiction(a: str, b: str) -> Contradiction | None:
-    """How `a` (stored first) and `b` contradict each other, or None when they do not."""
+    """How `a` (stored first) and `b` contradict each other, or None when they do not: the first contradiction
+    between a sentence of one and a sentence of the other (the first `_MAX_SENTENCES` of each)."""
+    for sa in sentences(a)[:_MAX_SENTENCES]:
+        for sb in sentences(b)[:_MAX_SENTENCES]:
+            found = _between(sa, sb)
+            if found is not None:
+                return found
+    return None
+
+
+def _between(a: str, b: str) -> Contradiction | None:
+    """How two sentences contradict each other, or None."""
     if move_in(a) is not None or move_in(b) is not None:
         # a move's words are an old state and a new one: only what the other says of the old state can contradict it
         return _supersession(a, b)

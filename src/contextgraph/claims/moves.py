@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from contextgraph.claims.words import phrase_words, split_words
 
@@ -30,6 +31,7 @@ class Move:
     context: frozenset[str]  # the sentence's other content words: whose state it is
 
 
+@lru_cache(maxsize=8192)  # critique asks for each sentence once per pair it is in
 def move_in(text: str) -> Move | None:
     """The move the sentence states, or None."""
     for pattern in _PATTERNS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from contextgraph.retrieval.analyzer import STOPWORDS, stem
 
@@ -29,6 +30,15 @@ class Words:
     every: frozenset[str] = frozenset()  # every word, function words included ("on" / "off" flip a flag too)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text: a claim is made in one of them, so two memories are compared sentence by
+    sentence (a dot inside a word, "Node.js", "v1.2", does not end one)."""
+    return [s for s in (part.strip() for part in _SENTENCE_END.split(text)) if s]
+
+
 def stem_of(word: str) -> str:
     """One lower-case word as `split_words` writes it: stemmed when it is letters only."""
     return stem(word) if word.isalpha() else word
@@ -38,6 +48,7 @@ def numeric(word: str) -> bool:
     return bool(_NUMBER.fullmatch(word))
 
 
+@lru_cache(maxsize=8192)  # critique compares each sentence with many others
 def split_words(text: str) -> Words:
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
