@@ -39,9 +39,11 @@ async def test_conflicts_are_precise_and_name_the_newer_claim(client):
                               frozenset({wiki_move, wiki_old}), frozenset({ci_old, ci_new})}
     ttl = conflicts[frozenset({ttl_old, ttl_new})]
     assert ttl["kind"] == "value" and ttl["confirmed"]
-    assert ttl["action"] == {**ttl["action"], "tool": "forget_concept", "node_id": ttl_old, "keep": ttl_new}
+    assert ttl["action"] == {**ttl["action"], "tool": "forget_concept", "node_id": ttl_old, "keep": ttl_new,
+                             "reason": "incorrect"}
     ci = conflicts[frozenset({ci_old, ci_move})]
-    assert ci["kind"] == "supersession" and ci["current"] == ci_move and ci["action"]["node_id"] == ci_old
+    assert ci["kind"] == "supersession" and ci["current"] == ci_move
+    assert ci["action"] == {**ci["action"], "node_id": ci_old, "reason": "obsolete", "keep": ci_move}
     assert conflicts[frozenset({ci_old, ci_new})]["action"]["keep"] == ci_new  # the move's new state agrees
     wiki = conflicts[frozenset({wiki_move, wiki_old})]  # the old state stored after the move: which holds?
     assert not wiki["confirmed"] and wiki["action"]["tool"] == "annotate_node"

@@ -149,7 +149,9 @@ def _conflict(older: MemoryRecord, newer: MemoryRecord, found: Contradiction, e1
         "evidence": f"same topic (E1 {e1:.3f}, E11 entities {e11:.3f}) and {found.kind}: {found.evidence}"}
     if confirmed:
         out["stale"], out["current"] = stale.id, current.id
-        out["action"] = {"tool": "forget_concept", "node_id": stale.id, "reason": "incorrect", "keep": current.id,
+        # a moved-on state was true once (obsolete); of two values or polarities one is wrong (incorrect)
+        reason = "obsolete" if found.kind == "supersession" else "incorrect"
+        out["action"] = {"tool": "forget_concept", "node_id": stale.id, "reason": reason, "keep": current.id,
                          "why": f"'{_short(current.content)}' is the newer claim "
                                 f"({'it states the move' if found.newer else 'stored later'}); forget the "
                                 f"other unless you know it still holds"}
