@@ -1,5 +1,6 @@
 """The edges a new memory gets on store, by rule: Relational to what it names in link_to, Semantic to its nearest
-neighbours in E1, Causal cause → effect for its E5 matches, and Temporal from its session's previous memory.
+neighbours in E1, Causal cause → effect for its E5 matches and for the stored memories its cue clauses name
+(causal_links), and Temporal from its session's previous memory.
 Reads the store and the indexes (in the caller's worker thread); writes nothing: the put commits the edges."""
 
 from __future__ import annotations
