@@ -7,11 +7,16 @@ newline-delimited JSON-RPC the way a host does:
 
 Measured from just before Popen to the moment each response line arrives on stdout:
   * time to the initialize response
-  * time to the tools/list response  (SPEC budget: < 2 s)
+  * time to the tools/list response  (budget: ≤ 1.0 s on a 2-core CPU, docs/budgets.md#cpu-budgets; 2 s with a GPU)
 Then stdin is closed and the time until the process exits is recorded as well (it is killed if it hangs).
 
 A short breakdown follows (skip with --no-breakdown): bare interpreter start, `import mcp.server`,
 `import contextgraph.server`, and the top entries of `python -X importtime -c "import contextgraph.server"`.
+
+The code measured is whatever the console script imports (PYTHONPATH wins): the result records that package's
+directory, and how many of its modules had cached bytecode. With PYTHONDONTWRITEBYTECODE set and no __pycache__
+(an editable install in a fresh checkout), every start compiles the package's ~200 modules again, a few hundred
+ms that an installed server never pays; `python -m compileall -q <package dir>` first measures what it does.
 
 Run:  .venv/bin/python benchmarks/bench_cold_start.py [--runs 15] [--warmup 1] [--no-breakdown]
 """
@@ -34,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _stats import REPO_ROOT, format_summary, summarize, write_result
 
-BUDGET_TOOLS_LIST_MS = 2000.0
+BUDGET_TOOLS_LIST_MS = 1000.0  # the 2-core CPU budget (docs/budgets.md#cpu-budgets)
 RESPONSE_TIMEOUT_S = 30.0
 EXIT_TIMEOUT_S = 5.0
 
@@ -155,6 +160,16 @@ def one_run(exe: str, base_env: dict[str, str]) -> dict[str, Any]:
         return result
 
 
+def measured_package(python: str, env: dict[str, str]) -> dict[str, Any]:
+    """The contextgraph package the server will import, and how many of its modules have up-to-date bytecode."""
+    code = ("import contextgraph, importlib.util, os, pathlib, json; d = pathlib.Path(contextgraph.__file__).parent; "
+            "src = list(d.rglob('*.py')); "
+            "ok = [p for p in src if os.path.exists(c := importlib.util.cache_from_source(p)) "
+            "and os.stat(c).st_mtime >= os.stat(p).st_mtime]; "
+            "print(json.dumps({'package': str(d), 'modules': len(src), 'bytecode_cached': len(ok)}))")
+    return json.loads(subprocess.run([python, "-c", code], env=env, check=True, capture_output=True, text=True).stdout)
+
+
 # -- breakdown -------------------------------------------------------------------------------------------------
 def time_command(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
     samples = []
@@ -206,7 +221,12 @@ def main() -> int:
     exe = find_executable()
     python = venv_python()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTGRAPH_")}
-    print(f"cold start: {exe} serve  ({args.warmup} warm-up, {args.runs} measured runs)")
+    package = measured_package(python, env)
+    load_at_start = list(os.getloadavg())
+    print(f"cold start: {exe} serve  ({args.warmup} warm-up, {args.runs} measured runs); load average "
+          f"{' '.join(f'{x:.2f}' for x in load_at_start)}")
+    print(f"  package {package['package']}: {package['bytecode_cached']} of {package['modules']} modules with "
+          "cached bytecode")
 
     warmups = [one_run(exe, env) for _ in range(args.warmup)]
     runs = []
@@ -228,6 +248,8 @@ def main() -> int:
         "env": "CONTEXTGRAPH_HOME=<fresh tempdir per run>; other CONTEXTGRAPH_* unset (log level default)",
         "protocol": "initialize (2024-11-05) -> wait -> notifications/initialized + tools/list -> wait",
         "unit": "ms",
+        "package": package,
+        "loadavg_at_start": load_at_start,
         "budget": {"tools_list_ms": BUDGET_TOOLS_LIST_MS, "meets_budget_p95": list_s["p95"] < BUDGET_TOOLS_LIST_MS},
         "tool_count": runs[0]["tool_count"] if runs else None,
         "initialize_ms": init_s,

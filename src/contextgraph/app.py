@@ -89,7 +89,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     dream = DreamService(c, storage, workspace, cognition, activity, auto=bool(settings.auto_dream))
     # the cognitive state and the dream engine refer to each other: each is told of the other once both exist
     cognition.request_listeners.append(dream.on_request)
-    cognition.consolidation_phase = dream.phase_description
+    cognition.attach_consolidation(dream)
     storage.parts.update({NEUROMODULATION_DOCUMENT: neuromodulation, DREAM_DOCUMENT: dream})
     # ATC and Meta-UTL: the engine reads its thresholds and λ from them; outcomes and predictions feed them
     thresholds = ThresholdService(c)

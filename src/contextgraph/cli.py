@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import NoReturn
 
 from contextgraph.cli_parser import build_parser
@@ -33,36 +34,55 @@ def _settings(args: argparse.Namespace, **overrides):
     return Settings.from_env(**{**flags, **overrides})
 
 
+@contextmanager
+def _start_up_heap() -> Iterator[None]:
+    """No collections while the server imports and builds its App, and what that made set aside in the permanent
+    generation afterwards. The imports (the MCP SDK's models, numpy, the services) allocate objects that live as
+    long as the process; the collector ran ~290 times over them, ~130 ms of a ~1 s start on two loaded cores,
+    freeing nothing (docs/budgets.md#cpu-budgets). Perception's heap settling collects everything, these
+    included, once the model has loaded."""
+    import gc
+
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
 def _serve(args: argparse.Namespace) -> int:
-    import anyio
+    with _start_up_heap():
+        import anyio
 
-    from contextgraph.app import build_app
+        from contextgraph.app import build_app
 
-    settings = _settings(args)
-    if settings.auto_dream is None:  # a long-running server dreams on its own unless told not to
-        from dataclasses import replace
+        settings = _settings(args)
+        if settings.auto_dream is None:  # a long-running server dreams on its own unless told not to
+            from dataclasses import replace
 
-        from contextgraph.constitution import constitution
+            from contextgraph.constitution import constitution
 
-        settings = replace(settings, auto_dream=bool(constitution().get("dream.auto.serve")))
-    if settings.transport == "stdio":
-        from contextgraph.transports.stdio import serve_stdio
+            settings = replace(settings, auto_dream=bool(constitution().get("dream.auto.serve")))
+        if settings.transport == "stdio":
+            from contextgraph.transports import stdio
 
+            serve, extra = stdio.serve_stdio, ()
+        else:
+            from contextgraph.transports import network, security
+
+            security.check_bind(settings)  # before anything is opened
+            serve, extra = network.serve_network, (network.transports_of(settings.transport),)
         app = build_app(settings)
+    if settings.transport == "stdio":
         try:
-            anyio.run(_until_signalled, serve_stdio, app)
+            anyio.run(_until_signalled, serve, app)
         except KeyboardInterrupt:  # before the signal handlers are installed; nothing was opened yet
             return 0
         _exit_now(0)
-    from contextgraph.transports.network import serve_network, transports_of
-    from contextgraph.transports.security import check_bind
-
-    check_bind(settings)  # before anything is opened
-    app = build_app(settings)
-
     failures: list[OSError] = []
     try:
-        anyio.run(_until_signalled, serve_network, app, transports_of(settings.transport))
+        anyio.run(_until_signalled, serve, app, *extra)
     except* OSError as group:  # e.g. the port is taken
         failures.extend(_leaves(group))
     for exc in failures:

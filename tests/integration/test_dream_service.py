@@ -268,3 +268,25 @@ async def test_nrem_drains_the_workspace_replay_queue(app, call):
     assert dream.reports[-1]["replay_queue_drained"] == 1 and not workspace.replay_queue
     status = (await call("get_workspace_status")).payload
     assert status["replay_queue_length"] == 0
+
+
+async def test_the_pulse_suggests_a_dream_only_when_one_would_do_something(app):
+    import time
+
+    await store_all(app)
+    dream, cognition = app.services.dream, app.services.cognition
+    short_phases(dream, nrem=0.5, rem=0.5)
+    cognition.high_entropy_since = time.monotonic() - 301.0  # entropy above its threshold for five minutes
+    assert dream.idle_reason() is None and cognition.pulse()["suggested_action"] == "trigger_dream"
+    await dream.trigger("full", force=True)
+    assert dream.idle_reason() == "a dream is running"
+    assert cognition.pulse()["suggested_action"] != "trigger_dream"
+    await wait_awake(dream)
+    # awake again, but nothing was stored since the dream began: another would find nothing new
+    assert dream.idle_reason() == "nothing stored since the last dream"
+    assert cognition.pulse()["suggested_action"] != "trigger_dream"
+    await app.services.memory.store(NewMemory("Raising the lock timeout let the migration finish.", WHY,
+                                              session="dream-test"))
+    cognition.high_entropy_since = time.monotonic() - 301.0
+    assert dream.idle_reason() is None and cognition.pulse()["suggested_action"] == "trigger_dream"
+    await dream.close()

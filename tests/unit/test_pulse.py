@@ -40,6 +40,19 @@ def test_sustained_high_entropy_suggests_dream_and_wins():
     assert pulse(now=300.0, high_entropy_since=0.0, **args)["suggested_action"] == "trigger_dream"
 
 
+@pytest.mark.parametrize(("entropy", "empty_since", "high_since", "expected"), [
+    (0.8, None, None, "epistemic_action"),  # Blind asks for a dream: its stand-in while a dream is useless
+    (0.9, 0.0, 0.0, "epistemic_action"),  # sustained entropy passed over, the empty workspace decides
+    (0.9, None, 0.0, "epistemic_action"),  # sustained entropy passed over, then Blind, then the stand-in
+    (0.2, None, 0.0, "direct_recall"),  # sustained entropy passed over, the quadrant's own action
+])
+def test_no_dream_is_suggested_while_one_would_change_nothing(entropy, empty_since, high_since, expected):
+    args = dict(entropy=entropy, coherence=0.2 if entropy > 0.5 and empty_since is None else 0.8, learning_score=0.5,
+                rules=RULES, now=1000.0, workspace_empty_since=empty_since, high_entropy_since=high_since)
+    assert pulse(**args, dream_blocked=True)["suggested_action"] == expected
+    assert pulse(**args)["suggested_action"] == "trigger_dream"  # each case asks for one when it would help
+
+
 def test_fresh_state_is_the_empty_store():
     clock = Clock()
     state = CognitiveState(constitution(), clock=clock)

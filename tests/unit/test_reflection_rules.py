@@ -1,10 +1,9 @@
 """The pure rules behind issue 18's reflection tools: the user manifest's parser (every refusal names its line),
-critique's opposite-claim test, reflect_on_memory's intents, and the hooks' quarantine filter."""
+reflect_on_memory's intents, and the hooks' quarantine filter (critique's conflict judge: test_contradiction.py)."""
 
 import pytest
 
 from contextgraph.services.diagnostics.user_manifest import ManifestError, parse_manifest
-from contextgraph.services.introspection.critique import negated, opposition
 from contextgraph.services.introspection.reflection import intents_of
 from contextgraph.shell.hooks import hook_output
 
@@ -29,28 +28,6 @@ def test_a_bad_manifest_names_its_line(text, line, words):
     with pytest.raises(ManifestError) as err:
         parse_manifest(text, DOMAINS)
     assert err.value.line == line and words in str(err.value)
-
-
-@pytest.mark.parametrize(("a", "b", "kind"), [
-    ("Deploys run on Fridays.", "Deploys never run on Fridays.", "negates"),
-    ("The flag is enabled in prod.", "The flag is disabled in prod.", "opposite words"),
-    ("The cache TTL is 30 seconds.", "The cache TTL is 60 seconds.", "different values"),
-])
-def test_opposite_claims(a, b, kind):
-    assert kind in (opposition(a, b) or "")
-
-
-@pytest.mark.parametrize(("a", "b"), [
-    ("Deploys run on Fridays.", "Deploys run on Friday afternoons."),
-    ("The cache is not shared.", "The cache is never shared across hosts."),  # both negated: they agree
-    ("Python 3.11 is required.", "Use Python 3.11 for the build."),
-])
-def test_agreeing_claims_are_not_opposed(a, b):
-    assert opposition(a, b) is None
-
-
-def test_negation_words():
-    assert negated("it doesn't work") and negated("no longer used") and not negated("a notable change")
 
 
 def test_intents_from_the_goal():

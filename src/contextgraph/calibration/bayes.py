@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-from scipy.stats import norm
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+# scipy and scikit-learn are imported by the functions that use them: together they take ~0.7 s to import, which
+# `contextgraph serve` would otherwise spend before answering tools/list (docs/budgets.md#cpu-budgets).
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +29,8 @@ class BayesResult:
 
 def expected_improvement(mu: np.ndarray, sigma: np.ndarray, best: float, xi: float) -> np.ndarray:
     """EI for minimisation; 0 where σ = 0."""
+    from scipy.stats import norm
+
     sigma = np.asarray(sigma, dtype=np.float64)
     improvement = best - np.asarray(mu, dtype=np.float64) - xi
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -42,6 +43,10 @@ def gp_minimize(objective: Callable[[np.ndarray], float], bounds: Sequence[tuple
                 start: Sequence[float] | None = None) -> BayesResult:
     """Minimise `objective` over the box `bounds`: `initial` random points (plus `start`, e.g. the current
     setting, so the answer is never worse than it), then `iterations` EI-chosen ones."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
     box = np.asarray(bounds, dtype=np.float64)
     lo, hi = box[:, 0], box[:, 1]
     span = np.where(hi > lo, hi - lo, 1.0)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 EPS = 1e-6  # scores are clipped to [ε, 1 − ε] before the logit: 0 and 1 map to large finite logits
 
@@ -47,6 +46,8 @@ def nll(scores: np.ndarray | Sequence[float], outcomes: np.ndarray | Sequence[fl
 def fit_temperature(scores: np.ndarray | Sequence[float], outcomes: np.ndarray | Sequence[float], theta: float,
                     target: float, t_min: float, t_max: float) -> float:
     """The T in [t_min, t_max] that minimises the NLL with θ held (bounded Brent search over log T)."""
+    from scipy.optimize import minimize_scalar  # here, not at import: scipy would slow `serve`'s start-up
+
     s, y = np.asarray(scores, dtype=np.float64), np.asarray(outcomes, dtype=np.float64)
     if s.size == 0:
         return 1.0

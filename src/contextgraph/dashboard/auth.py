@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import Scope
 
-from contextgraph.transports.security import token_matches
+from contextgraph.security.tokens import token_matches
 
 COOKIE = "contextgraph_dashboard"
 PREFIX = "/dashboard"

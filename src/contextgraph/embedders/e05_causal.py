@@ -152,6 +152,11 @@ def causal_spans(text: str) -> CausalSpans:
     return CausalSpans(tuple(cause), tuple(effect), tuple(cues), tuple(negated))
 
 
+def negated(text: str, lo: int = 0, hi: int | None = None) -> bool:
+    """Whether text[lo:hi] holds a negation or a hedge, as a cue's scope is judged above."""
+    return _NEGATION.search(text, lo, len(text) if hi is None else hi) is not None
+
+
 def _cue_matches(text: str, lo: int, hi: int) -> list[re.Match[str]]:
     """`list(_CUES.finditer(text, lo, hi))`, trying _CUES only where _CUE_START says a cue can begin: the leftmost
     match at or after the previous one's end, as finditer takes them (a lookbehind sees before `pos` in both)."""

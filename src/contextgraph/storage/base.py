@@ -263,6 +263,7 @@ class Edge:
     steering_reward: float = 0.0  # in [-1, 1]
     created_at: float = 0.0
     provenance: str = ""  # who made it when not the store's own rules: "dream" (a REM blind spot), "dream_shortcut"
+    # (a path's shortcut); or the evidence of an explicit causal link, "cue: because" (services/memory/causal_links)
 
     def other(self, node: str) -> str:
         return self.target if node == self.source else self.source

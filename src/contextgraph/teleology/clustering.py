@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import KMeans, MiniBatchKMeans
-from sklearn.metrics import silhouette_samples, silhouette_score
+
+# scikit-learn is imported where it is used: `contextgraph serve` imports this module before it answers tools/list,
+# and scikit-learn's import alone costs more than a tenth of the cold-start budget (docs/budgets.md#cpu-budgets).
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ def unit(x: np.ndarray) -> np.ndarray:
 
 
 def _kmeans(x: np.ndarray, k: int, seed: int, minibatch_above: int) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
     if len(x) > minibatch_above:
         model = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=1024)  # pyright: ignore
     else:
@@ -54,6 +57,8 @@ def cluster(vectors: np.ndarray, k_min: int, k_max: int, *, seed: int = 0, sampl
         labels = np.zeros(n, dtype=np.int64)
         centre = unit(x.mean(axis=0, keepdims=True)) if n else np.zeros((1, x.shape[1] if x.ndim == 2 else 0))
         return Clustering(labels, centre, 1, 0.0, {})
+    from sklearn.metrics import silhouette_score
+
     rng = np.random.default_rng(seed)
     rows = rng.choice(n, size=min(sample, n), replace=False) if n > sample else np.arange(n)
     best: tuple[float, int, np.ndarray, np.ndarray] | None = None
@@ -77,6 +82,8 @@ def member_silhouettes(vectors: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Per-row cosine silhouette (0 where it is undefined: one cluster)."""
     if len(np.unique(labels)) < 2:
         return np.zeros(len(labels))
+    from sklearn.metrics import silhouette_samples
+
     return np.asarray(silhouette_samples(unit(vectors), labels, metric="cosine"))
 
 

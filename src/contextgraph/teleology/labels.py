@@ -8,13 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import CountVectorizer
 
 _TOKENS = r"(?u)\b[a-zA-Z][a-zA-Z0-9_]{2,}\b"
 
 
 def class_tfidf(texts: Sequence[str], labels: np.ndarray, k: int) -> tuple[np.ndarray, list[str]]:
     """([k, V] c-TF-IDF weights, vocabulary)."""
+    # imported here, not with the module: `serve` imports this module before it answers tools/list, and the
+    # handshake has no use for scikit-learn (docs/budgets.md#cpu-budgets)
+    from sklearn.feature_extraction.text import CountVectorizer
+
     joined = [" ".join(t for t, lab in zip(texts, labels) if lab == c) for c in range(k)]
     vectorizer = CountVectorizer(stop_words="english", token_pattern=_TOKENS, lowercase=True)
     try:

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import re
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from contextgraph.config import Settings, SettingsError
+from contextgraph.security.tokens import bearer, token_matches
 from contextgraph.transports.asgi import respond
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -54,17 +54,6 @@ def check_bind(settings: Settings) -> None:
             f"refusing to listen on {settings.host}: a non-loopback address needs a bearer token. Set "
             f"CONTEXTGRAPH_TOKEN (clients then send `Authorization: Bearer TOKEN` over HTTP, or the first line "
             f'{{"auth": "TOKEN"}} over TCP), or keep the default host 127.0.0.1.')
-
-
-def token_matches(presented: str | None, token: str) -> bool:
-    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
-
-
-def bearer(header: str | None) -> str | None:
-    if not header:
-        return None
-    scheme, _, value = header.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" else None
 
 
 # What a Host header (or an Origin's authority) may hold: a DNS name, an IPv4 address or a bracketed IPv6

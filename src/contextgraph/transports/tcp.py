@@ -33,9 +33,9 @@ from mcp.shared.message import SessionMessage
 
 from contextgraph.app import App
 from contextgraph.log import get_logger
+from contextgraph.security.tokens import token_matches
 from contextgraph.server import ContextGraphServer
 from contextgraph.transports.relay import serve_lines
-from contextgraph.transports.security import token_matches
 from contextgraph.transports.wire import DISCONNECTED, MessageTooLarge, looks_like_http, read_lines
 
 _log = get_logger("server")

@@ -4,6 +4,10 @@ The base suggestion follows the Johari quadrant of the session's entropy and coh
 entropy above its threshold for `high_entropy_seconds` suggests `trigger_dream` (consolidate what piled up), and
 an empty global workspace for `empty_workspace_seconds` suggests `epistemic_action` (nothing holds attention:
 ask). Sustained entropy is the stronger signal and wins when both apply.
+
+A dream is suggested only when one would do something: not while one runs, and not when nothing was stored since
+the last one (the caller says so with `dream_blocked`). Then the next rule that applies decides, and where the
+quadrant itself asks for a dream (Blind: new and unintegrated), `dream_blocked_action` stands in.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ class PulseRules:
     high_entropy_action: str
     empty_workspace_action: str
     precision: int
+    dream_action: str = "trigger_dream"  # the tool that starts a dream, as registered (or its stand-in)
+    dream_blocked_action: str = "epistemic_action"  # the quadrant's stand-in while a dream would change nothing
 
     @classmethod
     def from_constitution(cls, c: Any, tools: Collection[str] | None = None) -> PulseRules:
@@ -44,6 +50,8 @@ class PulseRules:
             high_entropy_action=act(str(c.get("pulse.high_entropy_action"))),
             empty_workspace_action=act(str(c.get("pulse.empty_workspace_action"))),
             precision=int(c.get("pulse.precision")),
+            dream_action=act("trigger_dream"),
+            dream_blocked_action=act(str(c.get("pulse.dream_blocked_action"))),
         )
 
 
@@ -61,12 +69,20 @@ def suggested_action(
     now: float,
     workspace_empty_since: float | None,
     high_entropy_since: float | None,
+    dream_blocked: bool = False,
 ) -> str:
+    """The first rule that applies: sustained entropy, then an empty workspace, then the quadrant. With
+    `dream_blocked` (a dream runs, or would find nothing new), a rule that asks for a dream is passed over."""
+    candidates = []
     if high_entropy_since is not None and now - high_entropy_since >= rules.high_entropy_seconds:
-        return rules.high_entropy_action
+        candidates.append(rules.high_entropy_action)
     if workspace_empty_since is not None and now - workspace_empty_since >= rules.empty_workspace_seconds:
-        return rules.empty_workspace_action
-    return rules.actions[quadrant]
+        candidates.append(rules.empty_workspace_action)
+    candidates.append(rules.actions[quadrant])
+    for action in candidates:
+        if not (dream_blocked and action == rules.dream_action):
+            return action
+    return rules.dream_blocked_action
 
 
 def pulse(
@@ -77,6 +93,7 @@ def pulse(
     now: float,
     workspace_empty_since: float | None,
     high_entropy_since: float | None,
+    dream_blocked: bool = False,
 ) -> dict[str, Any]:
     quadrant = classify(entropy, coherence, rules.johari_threshold)
     return {
@@ -84,5 +101,6 @@ def pulse(
         "coherence": round(coherence, rules.precision),
         "learning_score": round(learning_score, rules.precision),
         "quadrant": quadrant,
-        "suggested_action": suggested_action(quadrant, rules, now, workspace_empty_since, high_entropy_since),
+        "suggested_action": suggested_action(quadrant, rules, now, workspace_empty_since, high_entropy_since,
+                                             dream_blocked),
     }

@@ -12,13 +12,12 @@ import anyio
 import httpx2
 import pytest
 from anyio.abc import SocketAttribute
-from transport_helpers import INIT, INITIALIZED, RawLines, http_base, request, serving
+from transport_helpers import ACCEPT, INIT, INITIALIZED, RawLines, http_base, request, serving
 
 from contextgraph.server import build_server
 from contextgraph.transports.tcp import TcpServer
 
 pytestmark = pytest.mark.anyio
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 VERSION = "2025-06-18"
 
 

@@ -12,10 +12,9 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
-from transport_helpers import INIT, INITIALIZED, http_base, request, serving, tool_call
+from transport_helpers import ACCEPT, http_base, open_http_session, serving, tool_call
 
 pytestmark = pytest.mark.anyio
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 VERSION = "2025-06-18"
 
 
@@ -67,13 +66,6 @@ async def test_a_discover_mode_request_without_the_cookie_is_a_client_of_its_own
             assert alone.json()["result"]["structuredContent"]["entries"] == {}
 
 
-async def _open_session(http: httpx2.AsyncClient) -> dict[str, str]:
-    initialize = request(1, "initialize", {**INIT, "protocolVersion": VERSION})
-    opened = await http.post("/mcp", headers=ACCEPT, json=initialize)
-    assert opened.status_code == 200, opened.text
-    headers = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
-    assert (await http.post("/mcp", headers=headers, json=INITIALIZED)).status_code == 202
-    return headers
 
 
 async def _open_count(http: httpx2.AsyncClient) -> int:
@@ -83,10 +75,10 @@ async def _open_count(http: httpx2.AsyncClient) -> int:
 async def test_sessions_are_bounded_and_the_longest_idle_makes_room(make_net_app):
     app = make_net_app(CONTEXTGRAPH_HTTP_MAX_SESSIONS="3")
     async with serving(app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
-        first, second, third = [await _open_session(http) for _ in range(3)]
+        first, second, third = [await open_http_session(http, VERSION) for _ in range(3)]
         await http.post("/mcp", headers=first, json=tool_call(2, "tool_active"))  # first is now the most recent
         assert await _open_count(http) == 3
-        fourth = await _open_session(http)
+        fourth = await open_http_session(http, VERSION)
         assert await _open_count(http) == 3
         assert (await http.post("/mcp", headers=second, json=tool_call(3, "tool_active"))).status_code == 404
         for alive in (first, third, fourth):
@@ -96,7 +88,7 @@ async def test_sessions_are_bounded_and_the_longest_idle_makes_room(make_net_app
 async def test_idle_sessions_are_reaped(make_net_app):
     app = make_net_app(CONTEXTGRAPH_HTTP_SESSION_IDLE="0.5")
     async with serving(app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
-        sessions = [await _open_session(http) for _ in range(3)]
+        sessions = [await open_http_session(http, VERSION) for _ in range(3)]
         with anyio.fail_after(30):  # generous: the idle time is half a second
             # polled: the reaping happens inside the SDK, with no event to await
             while await _open_count(http):

@@ -11,14 +11,23 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from transport_helpers import INIT, INITIALIZED, RawLines, http_base, request, serving, tool_call
+from transport_helpers import (
+    ACCEPT,
+    INIT,
+    INITIALIZED,
+    RawLines,
+    http_base,
+    open_http_session,
+    request,
+    serving,
+    tool_call,
+)
 
 from contextgraph.constitution import constitution
 
 pytestmark = pytest.mark.anyio
 SCRIPT = Path(sys.executable).parent / "contextgraph"
 BAD_IDS = [{"a": 1}, [1], 1.5, True]
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def _invalid_request(answer: dict) -> bool:
@@ -49,11 +58,7 @@ async def test_bad_request_ids_are_answered_over_tcp(net_app):
 
 async def test_bad_request_ids_are_answered_over_http(net_app):
     async with serving(net_app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
-        opened = await http.post("/mcp", headers=ACCEPT, json=request(1, "initialize", {
-            **INIT, "protocolVersion": "2025-06-18"}))
-        session = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"],
-                   "mcp-protocol-version": "2025-06-18"}
-        await http.post("/mcp", headers=session, json=INITIALIZED)
+        session = await open_http_session(http)
         discover = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
         for headers in (session, discover):
             for bad in BAD_IDS:

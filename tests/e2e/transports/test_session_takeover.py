@@ -13,24 +13,16 @@ import json
 
 import httpx2
 import pytest
-from transport_helpers import INIT, INITIALIZED, http_base, request, serving, tool_call
+from transport_helpers import ACCEPT, INIT, http_base, open_http_session, request, serving, tool_call
 
 from contextgraph.tools.dispatch import ToolCallFailed
 
 pytestmark = pytest.mark.anyio
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 VERSION = "2025-06-18"
 DISCOVER_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                  "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-async def _open(http: httpx2.AsyncClient) -> dict[str, str]:
-    initialize = request(1, "initialize", {**INIT, "protocolVersion": VERSION})
-    opened = await http.post("/mcp", headers=ACCEPT, json=initialize)
-    assert opened.status_code == 200, opened.text
-    headers = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
-    assert (await http.post("/mcp", headers=headers, json=INITIALIZED)).status_code == 202
-    return headers
 
 
 def _result(response: httpx2.Response) -> dict:
@@ -47,7 +39,7 @@ def _elsewhere(base: str) -> httpx2.AsyncClient:
 
 async def test_records_carry_an_opaque_label_not_the_session_id(net_app):
     async with serving(net_app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=60) as http:
-        victim = await _open(http)
+        victim = await open_http_session(http, VERSION)
         stored = await http.post("/mcp", headers=victim, json=tool_call(2, "store_memory", {
             "content": "The release key lives in the vault.", "rationale": "where the release key is kept"}))
         assert stored.status_code == 200, stored.text
@@ -63,7 +55,7 @@ async def test_records_carry_an_opaque_label_not_the_session_id(net_app):
 
 async def test_another_peer_presenting_the_session_id_gets_404_and_changes_nothing(net_app):
     async with serving(net_app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
-        victim = await _open(http)
+        victim = await open_http_session(http, VERSION)
         write = tool_call(2, "temporary_scratchpad", {"action": "write", "key": "plan", "value": "secret plan"})
         assert (await http.post("/mcp", headers=victim, json=write)).status_code == 200
         async with _elsewhere(http_base(where)) as thief:
@@ -82,7 +74,7 @@ async def test_a_session_opened_with_the_token_answers_only_to_that_peer(make_ne
     auth = {"authorization": "Bearer s3cret-token"}
     async with serving(app, ("http",)) as where, \
             httpx2.AsyncClient(base_url=http_base(where), timeout=10, headers=auth) as http:
-        victim = await _open(http)
+        victim = await open_http_session(http, VERSION)
         async with _elsewhere(http_base(where)) as thief:
             thief.headers.update(auth)
             assert (await thief.post("/mcp", headers=victim, json=tool_call(2, "tool_active"))).status_code == 404
@@ -91,7 +83,7 @@ async def test_a_session_opened_with_the_token_answers_only_to_that_peer(make_ne
 
 async def test_a_session_id_header_on_other_requests_names_no_session(net_app):
     async with serving(net_app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
-        victim = await _open(http)
+        victim = await open_http_session(http, VERSION)
         write = tool_call(2, "temporary_scratchpad", {"action": "write", "key": "plan", "value": "secret plan"})
         assert (await http.post("/mcp", headers=victim, json=write)).status_code == 200
         # A discover-era request (no handshake, no session) carrying the victim's id.

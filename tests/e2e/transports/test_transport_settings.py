@@ -5,7 +5,8 @@ import pytest
 from contextgraph import cli
 from contextgraph.config import Settings, SettingsError
 from contextgraph.constitution import constitution
-from contextgraph.transports.security import HostRules, bearer, is_loopback
+from contextgraph.security.tokens import bearer
+from contextgraph.transports.security import HostRules, is_loopback
 
 
 def test_defaults_come_from_the_constitution(tmp_path):

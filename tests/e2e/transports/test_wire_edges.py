@@ -15,14 +15,23 @@ import json
 import anyio
 import httpx2
 import pytest
-from transport_helpers import INIT, INITIALIZED, RawLines, http_base, request, serving, tool_call
+from transport_helpers import (
+    ACCEPT,
+    INIT,
+    INITIALIZED,
+    RawLines,
+    http_base,
+    open_http_session,
+    request,
+    serving,
+    tool_call,
+)
 
 from contextgraph.config import Settings
 from contextgraph.transports.security import HostRules
 from contextgraph.transports.wire import looks_like_http
 
 pytestmark = pytest.mark.anyio
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 DEEP = "[" * 100_000 + "]" * 100_000
 LONG_NUMBER = '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"n": ' + "1" * 5000 + "}}"
 PYTHON_WORDS = ("recursion", "set_int_max_str_digits", "validation error", "union[", "JSONRPCRequest", "Traceback")
@@ -103,11 +112,7 @@ async def test_batches_and_bad_json_over_tcp(net_app):
 
 async def test_batches_and_bad_json_over_http(net_app):
     async with serving(net_app, ("http",)) as where, httpx2.AsyncClient(base_url=http_base(where), timeout=10) as http:
-        opened = await http.post("/mcp", headers=ACCEPT, json=request(1, "initialize", {
-            **INIT, "protocolVersion": "2025-06-18"}))
-        session = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"],
-                   "mcp-protocol-version": "2025-06-18"}
-        await http.post("/mcp", headers=session, json=INITIALIZED)
+        session = await open_http_session(http)
         discover = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
         for headers in (session, discover):
             batch = await http.post("/mcp", headers=headers, json=[request(2, "ping")])

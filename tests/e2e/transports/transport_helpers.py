@@ -124,6 +124,17 @@ def tool_call(id_: int, name: str, arguments: dict | None = None, **params: Any)
 
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def open_http_session(http: httpx2.AsyncClient, version: str = "2025-06-18") -> dict[str, str]:
+    """A Streamable HTTP session opened the handshake way (initialize, then initialized): the headers that name it."""
+    initialize = request(1, "initialize", {**INIT, "protocolVersion": version})
+    opened = await http.post("/mcp", headers=ACCEPT, json=initialize)
+    assert opened.status_code == 200, opened.text
+    headers = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": version}
+    assert (await http.post("/mcp", headers=headers, json=INITIALIZED)).status_code == 202
+    return headers
 
 
 class SseEvents:

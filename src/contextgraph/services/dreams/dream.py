@@ -90,10 +90,21 @@ class DreamService:
     def dreaming(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    def idle_reason(self) -> str | None:
+        """Why a dream started now would change nothing, or None when it has work: one runs already, or no memory
+        was stored since the last one began and no replay waits. Reads only what the engine holds (the pulse
+        asks on the event loop): the memory count the last operation's UTL saw, none known yet counts as new."""
+        if self.dreaming:
+            return "a dream is running"
+        known = self.cognition.memory_count
+        if known and known == self.memories_at_last_dream and not self.workspace.replay_queue:
+            return "nothing stored since the last dream"
+        return None
+
     def phase_description(self) -> str:
         """What get_memetic_status and utl_status report as the consolidation phase."""
         if not self.dreaming:
-            return "Awake" if not self.reports else f"Awake (last dream ended {_ago(self.last_dream_end)})"
+            return "Awake" if not self.reports else f"Awake (last dream ended {phases.ago(self.last_dream_end)})"
         progress = self.status()["phase_progress"]
         return f"{self.state} ({progress:.0%} of the phase)"
 
@@ -106,8 +117,8 @@ class DreamService:
         return {
             "state": self.state,
             "phase_progress": round(progress, 4),
-            "current": _public(self.current) if self.dreaming else None,
-            "last_report": _public(self.reports[-1]) if self.reports else None,
+            "current": phases.public_report(self.current) if self.dreaming else None,
+            "last_report": phases.public_report(self.reports[-1]) if self.reports else None,
             "activity": round(self.activity.level(), 4),
             "idle_activity_threshold": self.triggers["idle_activity"],
             "requests_in_flight": self.activity.in_flight,
@@ -155,14 +166,14 @@ class DreamService:
         task = self._task
         if task is None or task.done():
             return {"aborted": False, "state": self.state, "reason": "no dream is running",
-                    "last_report": _public(self.reports[-1]) if self.reports else None}
+                    "last_report": phases.public_report(self.reports[-1]) if self.reports else None}
         started = time.perf_counter()
         self.request_wake(reason)
         await asyncio.wait({task})
         waited_ms = (time.perf_counter() - started) * 1000
         report = self.reports[-1] if self.reports else {}
         return {"aborted": True, "state": self.state, "wake_latency_ms": round(waited_ms, 3),
-                "within_budget": waited_ms < 100.0, "partial_report": _public(report)}
+                "within_budget": waited_ms < 100.0, "partial_report": phases.public_report(report)}
 
     async def until_awake(self) -> None:
         """Wait for the running dream (if any) to end by itself or be woken."""
@@ -380,18 +391,3 @@ class DreamService:
     @property
     def needs_save(self) -> bool:
         return self.dirty or self.shortcuts.dirty
-
-
-def _public(report: dict[str, Any] | None) -> dict[str, Any] | None:
-    if report is None:
-        return None
-    out = dict(report)
-    for key in ("blind_spot_edges", "shortcut_edges"):
-        items = out.get(key, [])
-        out[key + "_count"] = len(items)
-        out[key] = items[-10:]
-    return out
-
-
-def _ago(at: float | None) -> str:
-    return "never" if at is None else f"{max(0.0, time.time() - at):.0f} s ago"

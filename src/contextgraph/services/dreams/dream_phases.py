@@ -256,3 +256,19 @@ def recent_sample(pool: list[str], k: int, bias: float, window: int, rng: np.ran
     if k <= 0:
         return []
     return [pool[i] for i in kernels.recency_sample(len(pool), k, bias, window, rng)]
+
+
+def public_report(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A dream's report as the status tools show it: the edge lists cut to their last ten, with their counts."""
+    if report is None:
+        return None
+    out = dict(report)
+    for key in ("blind_spot_edges", "shortcut_edges"):
+        items = out.get(key, [])
+        out[key + "_count"] = len(items)
+        out[key] = items[-10:]
+    return out
+
+
+def ago(at: float | None) -> str:
+    return "never" if at is None else f"{max(0.0, time.time() - at):.0f} s ago"

@@ -34,7 +34,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from contextgraph.fingerprint import SPACES
 from contextgraph.gwt import ego
@@ -44,6 +44,14 @@ from contextgraph.utl.johari import classify
 from contextgraph.utl.pulse import PulseRules, pulse, suggested_action
 
 T = TypeVar("T")
+
+
+class Consolidation(Protocol):
+    """What the cognitive state asks of the dream engine (services.dreams.dream.DreamService)."""
+
+    def phase_description(self) -> str: ...
+
+    def idle_reason(self) -> str | None: ...
 
 
 class CognitiveState:
@@ -88,8 +96,7 @@ class CognitiveState:
         # what the engine asked of other subsystems (a dream, an acetylcholine rise), and whether one acted on it
         self.requests: deque[dict[str, Any]] = deque(maxlen=int(constitution["gwt"]["workspace"]["event_history"]))
         self.request_listeners: list[Callable[[dict[str, Any]], None]] = []
-        # the dream engine's state (Awake, NREM, REM, Waking; services.dream attaches it)
-        self.consolidation_phase: Callable[[], str] = lambda: "Awake (no dream engine attached)"
+        self._consolidation: Consolidation | None = None  # the dream engine, once attached
         self.memory_count = 0
         self.operations = 0
         self.workspace_empty_since: float | None = clock()
@@ -104,10 +111,26 @@ class CognitiveState:
         """The callable tool a Johari quadrant suggests (D16), for payloads other than the pulse."""
         return self._rules.actions[quadrant]
 
+    def attach_consolidation(self, consolidation: Consolidation) -> None:
+        """The dream engine, built after this state (it reads it): its phase for the status tools, and whether a
+        dream now would do anything, which the pulse asks before it suggests one."""
+        self._consolidation = consolidation
+
+    def consolidation_phase(self) -> str:
+        """The dream engine's state (Awake, NREM, REM, Waking)."""
+        if self._consolidation is None:
+            return "Awake (no dream engine attached)"
+        return self._consolidation.phase_description()
+
+    def dream_blocked(self) -> bool:
+        """Whether a dream now would change nothing (one runs, or nothing new was stored since the last)."""
+        return self._consolidation is not None and self._consolidation.idle_reason() is not None
+
     def pulse(self) -> dict[str, Any]:
         """The `_cognitive_pulse`: cached ΔS/ΔC averages, the live φ (a bounded lazy advance of the network)
         and the two timers."""
         phi = self.network.phase_spread()
+        dream_blocked = self.dream_blocked()
         with self._lock:
             if phi != self.phase_spread:
                 self.phase_spread = phi
@@ -120,6 +143,7 @@ class CognitiveState:
                 self._clock(),
                 self.workspace_empty_since,
                 self.high_entropy_since,
+                dream_blocked,
             )
 
     @property
@@ -341,7 +365,7 @@ def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
         "learning_score": round(s["learning_score"], p),
         "johari_quadrant": quadrant,
         "suggested_action": suggested_action(quadrant, rules, s["now"], s["workspace_empty_since"],
-                                             s["high_entropy_since"]),
+                                             s["high_entropy_since"], cognition.dream_blocked()),
         "phase_spread": round(s["phase_spread"], p),
         "emotional_weight": s["emotional_weight"],
         "operations": s["operations"],

@@ -2,8 +2,10 @@
 their nearest stored memories, and says what to do about each finding.
 
     conflicts       the same topic or entities (E1 cosine ≥ conflict_min_e1, or E11 entity cosine ≥
-                    conflict_min_e11) and opposite claims: one states what the other negates ("the cache is
-                    enabled" / "the cache is not enabled"), or opposite words (enabled/disabled, passed/failed …)
+                    conflict_min_e11) and a contradiction in the text (claims.contradiction: the same subject and
+                    predicate with another value or polarity, or a move away from the state the other states);
+                    a confirmed one says which claim holds now and forgets the other, a possible one (both
+                    may hold) asks for an annotation (docs/tools.md#critique)
     duplicates      E1 cosine ≥ θ_dup (ATC's prior 0.90)
     outdated        a newer memory on the same topic (E1 cosine ≥ outdated_min_e1) or one that contradicts it
     low_confidence  an annotated confidence below the floor, or hedged wording (might, maybe, probably, TBD …)
@@ -18,53 +20,14 @@ from typing import Any
 import anyio
 import numpy as np
 
+from contextgraph.claims.contradiction import Contradiction, contradiction
 from contextgraph.constitution import Constitution
 from contextgraph.services.memory.memory_payloads import record_summary
 from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
 
-_NEGATION = re.compile(r"\b(?:not|never|no\s+longer|cannot|isn['’]t|aren['’]t|wasn['’]t|weren['’]t|doesn['’]t|"
-                       r"don['’]t|didn['’]t|won['’]t|can['’]t|shouldn['’]t|no|none|neither|nor|without)\b", re.I)
-_OPPOSITES = (("enabled", "disabled"), ("true", "false"), ("passed", "failed"), ("succeeded", "failed"),
-              ("increase", "decrease"), ("increases", "decreases"), ("allowed", "forbidden"), ("allowed", "denied"),
-              ("online", "offline"), ("valid", "invalid"), ("safe", "unsafe"), ("supported", "unsupported"),
-              ("always", "never"), ("faster", "slower"), ("required", "optional"), ("works", "broken"))
 _HEDGES = re.compile(r"\b(?:might|maybe|perhaps|possibly|probably|i\s+think|i\s+guess|not\s+sure|unsure|unverified|"
                      r"unconfirmed|tbd|todo|guess(?:ing)?|rumou?r)\b|\?\s*$", re.I)
-
-
-def negated(text: str) -> bool:
-    return bool(_NEGATION.search(text))
-
-
-def opposite_words(a: str, b: str) -> list[str]:
-    wa, wb = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
-    found = []
-    for x, y in _OPPOSITES:
-        if (x in wa and y in wb and y not in wa and x not in wb) or (y in wa and x in wb and x not in wa
-                                                                      and y not in wb):
-            found.append(f"{x}/{y}")
-    return found
-
-
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-
-
-def opposition(a: str, b: str) -> str | None:
-    """Why two texts on one topic make opposite claims, or None: one negates what the other states, they use
-    opposite words, or they say the same sentence with different numbers ("TTL is 30 s" / "TTL is 60 s")."""
-    if negated(a) != negated(b):
-        return f"'{_short(a if negated(a) else b)}' negates the other"
-    words = opposite_words(a, b)
-    if words:
-        return f"opposite words {', '.join(words)}"
-    na, nb = _NUMBER.findall(a), _NUMBER.findall(b)
-    if na and nb and na != nb:
-        wa = set(re.findall(r"[a-z]+", a.lower()))
-        wb = set(re.findall(r"[a-z]+", b.lower()))
-        if wa and wb and len(wa & wb) / len(wa | wb) >= 0.6:
-            return f"the same statement with different values ({', '.join(na)} vs {', '.join(nb)})"
-    return None
 
 
 class Critique:
@@ -125,24 +88,19 @@ class Critique:
     def _judge(self, ra: MemoryRecord, rb: MemoryRecord, va: tuple[np.ndarray, np.ndarray],
                vb: tuple[np.ndarray, np.ndarray], checks: list[str], findings: dict[str, list[dict[str, Any]]],
                ) -> None:
-        """One pair's finding, if any: a conflict (same topic, opposite claims), else a duplicate, else an
+        """One pair's finding, if any: a conflict (same topic, contradicting claims), else a duplicate, else an
         outdated memory (a newer one on the same topic)."""
         older, newer = (ra, rb) if ra.created_at <= rb.created_at else (rb, ra)
         e1 = float(va[0] @ vb[0])
         e11 = float(va[1] @ vb[1])
         same_topic = e1 >= self.min_e1 or e11 >= self.min_e11
-        contrast = opposition(ra.content, rb.content) if same_topic else None
-        if contrast is not None:
-            evidence = f"same topic (E1 {e1:.3f}, E11 entities {e11:.3f}) and opposite claims: {contrast}"
+        found = contradiction(older.content, newer.content) if same_topic else None
+        if found is not None:
+            conflict = _conflict(older, newer, found, e1, e11)
             if "conflicts" in checks:
-                findings["conflicts"].append({
-                    "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
-                    "e11_cosine": round(e11, 4), "evidence": evidence,
-                    "action": {"tool": "forget_concept", "node_id": older.id, "reason": "incorrect",
-                               "why": "keep the claim that is true now (the newer one, unless you know "
-                                      "better); or annotate_node both with their confidence"}})
-            if "outdated" in checks:
-                findings["outdated"].append(self._outdated(older, newer, e1, "contradicted by a newer memory"))
+                findings["conflicts"].append(conflict)
+            if "outdated" in checks and conflict["confirmed"]:
+                findings["outdated"].append(self._outdated(older, newer, e1, "contradicted by a newer claim"))
         elif "duplicates" in checks and e1 >= self.theta_dup:
             findings["duplicates"].append({
                 "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
@@ -173,6 +131,36 @@ class Critique:
                 "evidence": f"{why} (stored {newer.created_at - older.created_at:.0f} s later, E1 {e1:.3f})",
                 "action": {"tool": "forget_concept", "node_id": older.id, "reason": "obsolete",
                            "why": "or merge_concepts the two if both still hold"}}
+
+
+def _conflict(older: MemoryRecord, newer: MemoryRecord, found: Contradiction, e1: float, e11: float,
+              ) -> dict[str, Any]:
+    """A conflict finding. Confirmed: forget the claim that no longer holds, naming the one that does (a move
+    says which; otherwise the one stored later). A move stored before the claim it moved away from, or two
+    values a predicate may hold at once, is only possible: annotate_node asks which holds."""
+    confirmed = found.confirmed
+    current, stale = newer, older
+    if found.newer is not None:  # a move: the side that moved on holds now, whenever it was stored
+        current, stale = (older, newer) if found.newer == "a" else (newer, older)
+        confirmed = confirmed and current is newer
+    out: dict[str, Any] = {
+        "memories": [_brief(older), _brief(newer)], "kind": found.kind, "confirmed": confirmed,
+        "e1_cosine": round(e1, 4), "e11_cosine": round(e11, 4),
+        "evidence": f"same topic (E1 {e1:.3f}, E11 entities {e11:.3f}) and {found.kind}: {found.evidence}"}
+    if confirmed:
+        out["stale"], out["current"] = stale.id, current.id
+        # a moved-on state was true once (obsolete); of two values or polarities one is wrong (incorrect)
+        reason = "obsolete" if found.kind == "supersession" else "incorrect"
+        out["action"] = {"tool": "forget_concept", "node_id": stale.id, "reason": reason, "keep": current.id,
+                         "why": f"'{_short(current.content)}' is the newer claim "
+                                f"({'it states the move' if found.newer else 'stored later'}); forget the "
+                                f"other unless you know it still holds"}
+    else:
+        out["stale"] = out["current"] = None
+        out["action"] = {"tool": "annotate_node", "node_id": older.id,
+                         "why": "both may hold: annotate each with its scope or confidence, or forget_concept "
+                                "the one that is wrong"}
+    return out
 
 
 def _unit(v: Any) -> np.ndarray:

@@ -1,27 +1,20 @@
 """The edges a new memory gets on store, by rule: Relational to what it names in link_to, Semantic to its nearest
-neighbours in E1, Causal cause → effect for its E5 matches, and Temporal from its session's previous memory.
+neighbours in E1, Causal cause → effect for its E5 matches and for the stored memories its cue clauses name
+(causal_links), and Temporal from its session's previous memory.
 Reads the store and the indexes (in the caller's worker thread); writes nothing: the put commits the edges."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from contextgraph.embedders.e05_causal import CausalEmbedder, causal_spans
 from contextgraph.errors import NodeNotFound
 from contextgraph.fingerprint import Fingerprint
+from contextgraph.services.memory.causal_links import CausalMatch, LinkRule
 from contextgraph.storage.base import Edge, MemoryStore, SearchIndexes
-
-
-@dataclass(frozen=True, slots=True)
-class CausalMatch:
-    direction: Literal["in", "out"]  # in: the other's effect is this memory's cause (other → new); out: reverse
-    other: str
-    similarity: float
-    margin: float  # similarity − the reverse direction's
 
 
 class AutoEdgeRules:
@@ -31,6 +24,7 @@ class AutoEdgeRules:
         self.causal_min = float(graph["causal_edge_min_cosine"])
         self.causal_min_margin = float(graph["causal_edge_min_margin"])
         self.causal_k = int(graph["causal_edge_k"])
+        self.links = LinkRule.of(graph)
         self.link_weight = float(graph["link_edge_weight"])
         self.temporal_weight = float(graph["temporal_edge_weight"])
 
@@ -80,8 +74,10 @@ class AutoEdgeRules:
         plus E5 nearest to [cause ; cause] and [effect ; effect] (which rank the others' effect resp. cause
         halves), never a full scan. A match needs similarity ≥ causal_edge_min_cosine and a margin over the
         reverse direction ≥ causal_edge_min_margin, which rules out restatements of the same cause and effect
-        (both directions match)."""
-        if not causal_spans(content).cues:
+        (both directions match). A candidate without a cue is matched by the explicit-link rule instead
+        (causal_links.LinkRule.clause_matches): the same candidates, no further index query."""
+        spans = causal_spans(content)
+        if not spans.cues:
             return []
         cause, effect = e5.halves(np.asarray(fingerprint[5]))
         if np.allclose(cause, effect):
@@ -91,19 +87,20 @@ class AutoEdgeRules:
                              (5, np.concatenate([effect, effect]) / np.sqrt(2.0))):
             seqs.update((seq, None) for seq, _ in indexes.search(space, query.astype(np.float32), self.causal_k))
         order = list(seqs)
-        found = []
+        found, uncued = [], []
         for record, fp in zip(store.get_by_seq(order), store.fingerprints(order, spaces=[5])):
             if record is None or fp is None:
                 continue
             o_cause, o_effect = e5.halves(np.asarray(fp[5]))
             if np.allclose(o_cause, o_effect):
-                continue  # no cue: no cause or effect to match
+                uncued.append((record.id, o_cause))  # no cue: its halves are its whole text
+                continue
             into, out = float(cause @ o_effect), float(effect @ o_cause)
             match = (CausalMatch("in", record.id, into, into - out) if into >= out
                      else CausalMatch("out", record.id, out, out - into))
             if match.similarity >= self.causal_min and match.margin >= self.causal_min_margin:
                 found.append(match)
-        return found
+        return found + self.links.clause_matches(spans, cause, effect, uncued)
 
     def edges(self, memory_id: str, links: Sequence[str], similar: Sequence[tuple[str, float]],
               causal: Sequence[CausalMatch], now: float) -> tuple[list[Edge], Callable[[str, str], Edge]]:
@@ -117,7 +114,7 @@ class AutoEdgeRules:
                   for other, score in similar if other not in linked]
         edges += [Edge(*((m.other, memory_id) if m.direction == "in" else (memory_id, m.other)), "Causal",
                        weight=round(min(1.0, m.similarity), 6), confidence=round(min(1.0, m.margin), 6),
-                       created_at=now)
+                       created_at=now, provenance=f"cue: {m.cue}" if m.cue else "")
                   for m in causal]
         weight = self.temporal_weight
 

@@ -15,7 +15,8 @@ differences that are the point:
 What each memory gets, as store_memory gives it: PII redaction of content and rationale (the kinds found kept on
 the record), the full UTL against the store (ΔS/ΔC per space, L and L̂, folded into the engine's state), the
 Semantic edges to its E1 nearest above `graph.semantic_edge_min_cosine`, Causal edges from E5's cause/effect
-halves, a Temporal edge from the previous memory of its session, its E11 triples, its purpose vector once a
+halves and from explicit links (services.memory.causal_links; a line opening with "So …" continues the line
+before it), a Temporal edge from the previous memory of its session, its E11 triples, its purpose vector once a
 north star exists, E8 from the graph context of its edges, the adversarial screen's flag (and the quarantine
 list), the E8 refresh of its neighbourhood and the after-store listeners (MemoryListeners.after_store). No
 `link_to` (a line has none), so no Relational edges. The differences a batch makes, said precisely:
@@ -55,7 +56,8 @@ from contextgraph.embedders.e05_causal import CausalEmbedder, causal_spans
 from contextgraph.embedders.pipeline import Draft
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
-from contextgraph.services.memory.auto_edges import CausalMatch
+from contextgraph.services.memory.auto_edges import AutoEdgeRules
+from contextgraph.services.memory.causal_links import CausalMatch, continuation_cue
 from contextgraph.services.memory.memory import MemoryService
 from contextgraph.services.memory.memory_payloads import NewMemory
 from contextgraph.services.memory.store_pipeline import Committed, Incoming
@@ -160,7 +162,8 @@ class BulkImporter:
         similar = _with_batch_neighbours([s.similar for s in scored], ids, fingerprints, rules.semantic_min,
                                          rules.semantic_k)
         causal = _with_batch_causes([s.causal for s in scored], ids, [item.content for item in batch],
-                                    fingerprints, e5, rules.causal_min, rules.causal_min_margin)
+                                    fingerprints, e5, rules,
+                                    None if self._previous is None else self._previous.id)
         records, blobs, edge_lists = [], [], []
         previous_id = None if self._previous is None else self._previous.id
         for i, (line, item) in enumerate(zip(lines, batch)):
@@ -225,31 +228,48 @@ def _with_batch_neighbours(similar: list[list[tuple[str, float]]], ids: Sequence
 
 
 def _with_batch_causes(causal: list[list[CausalMatch]], ids: Sequence[str], contents: Sequence[str],
-                       fingerprints: Sequence[Fingerprint], e5: CausalEmbedder, minimum: float,
-                       min_margin: float) -> list[list[CausalMatch]]:
-    """Each memory's Causal matches from the store, plus those with the batch's earlier memories, by the rule of
-    AutoEdgeRules.causal: both memories have cue spans, cause·effect ≥ `minimum` with a margin over the reverse
-    direction ≥ `min_margin`."""
-    halves: list[tuple[np.ndarray, np.ndarray] | None] = []
-    for content, fp in zip(contents, fingerprints):
-        cause, effect = e5.halves(np.asarray(fp[5]))
-        cued = causal_spans(content).cues and not np.allclose(cause, effect)
-        halves.append((cause, effect) if cued else None)
+                       fingerprints: Sequence[Fingerprint], e5: CausalEmbedder, rules: AutoEdgeRules,
+                       previous: str | None) -> list[list[CausalMatch]]:
+    """Each memory's Causal matches from the store, plus those with the batch's earlier memories, by the rules
+    of AutoEdgeRules.causal: both memories with cue spans, cause·effect ≥ causal_edge_min_cosine with a margin
+    over the reverse direction ≥ causal_edge_min_margin; or an earlier cue-less memory that its cue clause names
+    (causal_links, the best per side of the store's and the batch's). A line that opens with "So …" continues
+    the line before it (`previous`, the file's session's newest memory, for the batch's first)."""
+    spans = [causal_spans(content) for content in contents]
+    halves = [e5.halves(np.asarray(fp[5])) for fp in fingerprints]
+    cued = [bool(s.cues) and not np.allclose(*h) for s, h in zip(spans, halves)]
     out = []
     for i, found in enumerate(causal):
-        extra = []
-        mine = halves[i]
-        for j in range(i):
-            other = halves[j]
-            if mine is None or other is None:
-                continue
-            into, out_of = float(mine[0] @ other[1]), float(mine[1] @ other[0])
-            match = (CausalMatch("in", ids[j], into, into - out_of) if into >= out_of
-                     else CausalMatch("out", ids[j], out_of, out_of - into))
-            if match.similarity >= minimum and match.margin >= min_margin:
-                extra.append(match)
+        extra: list[CausalMatch] = []
+        if cued[i]:
+            (cause, effect), cued_before = halves[i], [j for j in range(i) if cued[j]]
+            for j in cued_before:
+                into, out_of = float(cause @ halves[j][1]), float(effect @ halves[j][0])
+                match = (CausalMatch("in", ids[j], into, into - out_of) if into >= out_of
+                         else CausalMatch("out", ids[j], out_of, out_of - into))
+                if match.similarity >= rules.causal_min and match.margin >= rules.causal_min_margin:
+                    extra.append(match)
+            uncued = [(ids[j], halves[j][0]) for j in range(i) if not cued[j]]
+            found = _best_clause_per_side(found, rules.links.clause_matches(spans[i], cause, effect, uncued))
+        before = ids[i - 1] if i else previous
+        cue = continuation_cue(contents[i])
+        if cue is not None and before is not None and all(m.other != before for m in found + extra):
+            weight = rules.links.continuation_weight
+            extra.append(CausalMatch("in", before, weight, weight, cue))
         out.append(found + extra)
     return out
+
+
+def _best_clause_per_side(found: list[CausalMatch], batch: list[CausalMatch]) -> list[CausalMatch]:
+    """`found` with the batch's clause matches, one per side (the stronger): a clause names one memory."""
+    kept = list(found)
+    for m in batch:
+        rival = next((k for k, f in enumerate(kept) if f.cue and f.direction == m.direction), None)
+        if rival is None:
+            kept.append(m)
+        elif m.similarity > kept[rival].similarity:
+            kept[rival] = m
+    return kept
 
 
 def export_lines(records: Iterator[MemoryRecord]) -> Iterator[dict[str, Any]]:

@@ -180,7 +180,8 @@ class MemoryService:
                                            rules.neighbour_vectors(store, links))],
             with_triples=True)
         timings["embed"] = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
-        (scored,) = await self.pipeline.score(pipeline, [item], [fingerprint], [triples], [links])
+        (scored,) = await self.pipeline.score(pipeline, [item], [fingerprint], [triples], [links],
+                                               follow_session=True)
         now = time.time()
         memory_id = uuid.uuid4().hex
         self.recent_stores.remember(new.content, new.session, memory_id)  # before the commit: its answer may be lost

@@ -14,6 +14,7 @@ session's Temporal edge inside its transaction, or one transaction for the whole
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,10 +99,12 @@ class StorePipeline:
 
     async def score(self, pipeline: FingerprintPipeline, batch: Sequence[Incoming],
                     fingerprints: Sequence[Fingerprint], triples: Sequence[list[NewTriple]],
-                    links: Sequence[Sequence[str]]) -> list[Scored]:
+                    links: Sequence[Sequence[str]], follow_session: bool = False) -> list[Scored]:
         """Each memory's edge candidates, its E8 from the graph context they give, its UTL against the store as it
         is before the commit (the indexes catch up with the oplog on their own before each search) and its
-        purpose; in a worker thread under the read limiter. Sets each fingerprint's E8 in place."""
+        purpose; in a worker thread under the read limiter. Sets each fingerprint's E8 in place. With
+        `follow_session` (store_memory's batch of one, whose session predecessor is in the store), a memory that
+        opens with "So …" gets its session's previous memory as its cause (causal_links.LinkRule.continuation)."""
         store, indexes, rules = self.handle.store, self.handle.indexes, self.rules
         e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
         teleology = self.teleology
@@ -114,6 +117,10 @@ class StorePipeline:
             for item, fingerprint, found, linked in zip(batch, fingerprints, triples, links):
                 similar = rules.similar(store, indexes, fingerprint)
                 causal = rules.causal(store, indexes, item.content, fingerprint, e5)
+                if follow_session:
+                    matched = {m.other for m in causal}
+                    causal += [m for m in rules.links.continuation(store, item.content, item.new.session,
+                                                                   time.time()) if m.other not in matched]
                 # E8 from every edge the memory is about to get, automatic ones included: what the E8 refresh
                 # computes once the edges exist
                 fingerprint[8] = mix(dense(fingerprint[1]), rules.graph_context(store, linked, similar, causal))

@@ -41,10 +41,12 @@ def _settle_heap() -> None:
     during 200 searches, up to 218 ms each, made search_graph's p95 263 ms against a 60 ms median; a full
     collection of the loaded server's ~150K objects took ~80 ms, and 0 ms once frozen. Objects freed by their
     reference count still are; only cycles made before this point are never collected (a first App of a test
-    run, at most: the freeze happens once)."""
+    run, at most: the freeze happens once). What `contextgraph serve` froze at start-up (its imports, before the
+    handshake) is collected here with the rest."""
     if _heap_settled.is_set():
         return
     _heap_settled.set()
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
 
