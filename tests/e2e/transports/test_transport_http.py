@@ -10,6 +10,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from transport_helpers import (
+    ACCEPT,
     INIT,
     INITIALIZED,
     PULSE_FIELDS,
@@ -24,7 +25,6 @@ from transport_helpers import (
 pytestmark = pytest.mark.anyio
 MODES = ["legacy", "2026-07-28"]
 VERSION = "2025-11-25"  # the first handshake version with priming events (resumable streams)
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 @pytest.mark.parametrize("mode", MODES)
