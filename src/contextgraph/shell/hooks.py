@@ -14,8 +14,9 @@ The hooks (Claude Code settings format: event → [{matcher, hooks: [{type: comm
   (file and new text, truncated) with a rationale, and hands Claude the related memories, if any; an edit a
   stored memory already says (E1 similarity ≥ `hooks.duplicate_similarity`: the same edit again, or nearly) is
   not stored twice.
-* **SessionEnd** is not emitted: consolidation (`trigger_consolidation`) does not exist yet, and nothing that
-  exists today is worth running when a session ends. `contextgraph hooks` says so on stderr.
+* **SessionEnd** is not emitted: `trigger_consolidation` merges only when asked (`execute: true`; a dry run
+  otherwise), and merging memories unasked at the end of every session is not a hook's call to make.
+  `contextgraph hooks` says so on stderr.
 
 Every hook tries the server listening on the configured TCP address first (`contextgraph serve --transport
 tcp`, or `all`), when it serves the hook's store (shell/call.py checks): the hook then costs a Python start, the
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
     from contextgraph.shell.call import Caller, CallResult
 
 EDIT_MATCHER = "Edit|Write|MultiEdit"
-SESSION_END_NOTE = ("SessionEnd: not configured. It is meant to run consolidation when entropy is high, and "
-                    "trigger_consolidation does not exist yet; re-run `contextgraph hooks --install` once it does.")
+SESSION_END_NOTE = ("SessionEnd: not configured. trigger_consolidation merges only when asked (a dry run "
+                    "otherwise): run it with execute=true when its dry run shows merges you want.")
 # A command this module wrote: `… contextgraph call TOOL --hook …` (how --install finds its own entries).
 _OURS = re.compile(r"contextgraph['\"]? call \S+ --hook\b")
 _CODE_SUFFIXES = frozenset({
