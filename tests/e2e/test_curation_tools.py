@@ -41,6 +41,7 @@ async def test_forget_restore_round_trip(client, app):
     assert a in await search_ids(client, "why did the deploy fail")
     out = await call(client, "forget_concept", {"node_id": a, "reason": "obsolete", "rationale": WHY})
     assert out["soft_deleted"] and len(out["reversal_hash"]) == 64
+    assert app.services.cognition.memory_count == app.services.storage.store.count()  # the pulse counts what is left
     # gone from search, the graph and every tool
     assert a not in await search_ids(client, "why did the deploy fail")
     assert (await call(client, "get_neighborhood", {"node_id": b, "min_weight": 0}))["count"] == 0
@@ -163,6 +164,7 @@ async def test_merge_and_restore(client, app):
                                                    "rationale": WHY})  # TC-CUR-001, summarize by default
     m = merged["merged_id"]
     assert merged["merged"] and "extractive" in merged["summary_method"] and "30 seconds" in merged["content"]
+    assert app.services.cognition.memory_count == app.services.storage.store.count()  # two sources became one
     ids = await search_ids(client, "why did the deploy fail")
     assert m in ids and a not in ids and b not in ids
     hood = await call(client, "get_neighborhood", {"node_id": m, "min_weight": 0, "edge_types": ["Relational"]})

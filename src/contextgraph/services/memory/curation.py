@@ -135,7 +135,7 @@ class CurationService:
         # D16: the forgotten memory's UTL against the rest moves the pulse; scored while it is still there
         scored = await operation_pulse.score_stored(self.storage, self.perception, [node_id])
         out = await self._write(fn)
-        operation_pulse.fold(self.storage, scored)
+        operation_pulse.fold(self.storage, scored, added=-1)  # scored with it still counted
         _log.info("memory forgotten", id=node_id, soft=soft, reason=reason)
         return out
 
@@ -352,7 +352,7 @@ class CurationService:
                     **({"tags_dropped": list(tags[self.max_tags:])} if len(tags) > self.max_tags else {})}
 
         out = await self._write(fn)
-        operation_pulse.fold(self.storage, [utl])
+        operation_pulse.fold(self.storage, [utl], added=1 - len(ids))  # measured before the sources went
         _log.info("memories merged", merged_id=merged_id, sources=len(ids), strategy=strategy)
         self._duplicate_outcomes(records, unit, 1.0, "merged by merge_concepts")
         return out
