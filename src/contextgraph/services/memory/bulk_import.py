@@ -136,7 +136,7 @@ class BulkImporter:
             await self.resume_line()
         handle = await self.memory.handle.ready()
         pipeline = await self.memory.perception.pipeline()
-        store_pipeline, rules = self.memory.pipeline, self.memory.edge_rules
+        store_pipeline, rules = self.memory.store_pipeline, self.memory.edge_rules
         e5 = next(e for e in pipeline.embedders if isinstance(e, CausalEmbedder))
         now = time.time()
         batch = [Incoming.of(line.memory) for line in lines]

@@ -58,7 +58,7 @@ class MemoryService:
         m = constitution["memory"]
         self.recent_stores = RecentStores(float(m["retry_window_seconds"]), int(m["retry_remembered"]))
         flag_score = float(constitution["adversarial"]["flag_score"])
-        self.pipeline = StorePipeline(handle, perception, self.edge_rules, flag_score, teleology, self.listeners)
+        self.store_pipeline = StorePipeline(handle, perception, self.edge_rules, flag_score, teleology, self.listeners)
 
     async def store(self, new: NewMemory) -> Stored:
         repeated = await self._repeated(new)
@@ -180,7 +180,7 @@ class MemoryService:
                                            rules.neighbour_vectors(store, links))],
             with_triples=True)
         timings["embed"] = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
-        (scored,) = await self.pipeline.score(pipeline, [item], [fingerprint], [triples], [links],
+        (scored,) = await self.store_pipeline.score(pipeline, [item], [fingerprint], [triples], [links],
                                                follow_session=True)
         now = time.time()
         memory_id = uuid.uuid4().hex
@@ -198,7 +198,7 @@ class MemoryService:
             tags=new.tags,
             links=tuple(links),
             redactions=item.redactions,
-            extra=self.pipeline.extra(item, scored),
+            extra=self.store_pipeline.extra(item, scored),
         )
         started = time.perf_counter()
         # durable once this returns, with its edges and lineage in the same transaction
@@ -209,7 +209,7 @@ class MemoryService:
         # before the next search indexes the memory.
         await anyio.to_thread.run_sync(self._apply_index, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
-        await self.pipeline.after_commit([Committed(record, fingerprint, scored.utl)],
+        await self.store_pipeline.after_commit([Committed(record, fingerprint, scored.utl)],
                                          (edge.other(record.id) for edge in edges), now)
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
