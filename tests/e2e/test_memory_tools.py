@@ -87,7 +87,7 @@ async def test_search_options(client):
     detail = (await client.call_tool("search_graph", {"query": "deploy", "include_breakdown": True})
               ).structured_content
     assert set(detail["stages_ms"]) >= {"embed_query", "s1_sparse_prefilter", "s2_dense_ann", "s3_rrf_fusion",
-                                        "s4_alignment_filter", "s5_maxsim_rerank"}
+                                        "s4_purpose", "s5_maxsim_rerank"}
     assert detail["stage4"] == {"active": False, "reason": detail["stage4"]["reason"]} and "north star" in \
         detail["stage4"]["reason"]
     assert len(detail["results"][0]["space_ranks"]) == 13

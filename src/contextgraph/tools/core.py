@@ -112,8 +112,10 @@ class SearchArgs(Args):
                                   description="Drop results whose semantic (E1) similarity is below this.")
     modality: Modality | None = Field(None, description="Only memories of this modality.")
     include_breakdown: bool = Field(False, description="Add per-space ranks and per-stage timings to each result.")
-    stage4: bool = Field(True, description="Once a north star exists, drop results aligned below the threshold; "
-                                           "false searches everything.")
+    stage4: bool | Literal["rerank", "filter"] = Field(
+        True, description="Once a north star exists: true (or \"rerank\") nudges results toward the goal the query "
+                          "belongs to, never hiding any; \"filter\" drops results aligned below the threshold; "
+                          "false ignores purpose.")
 
 
 _SEARCH_STEPS = 2

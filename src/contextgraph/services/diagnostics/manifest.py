@@ -41,7 +41,7 @@ async def build_manifest(services: Services, tools_registered: int, tools_active
                        "store_bytes": _dir_bytes(storage.home / STORE_DIR), "indexes": index_sizes},
             "reasoning": {"status": "ready" if count else "empty",
                           "stages": ["s1_sparse_prefilter (E13, E6)", "s2_dense_ann (E1 HNSW)",
-                                     "s3_rrf_fusion (13 spaces)", "s4_alignment_filter", "s5_maxsim_rerank (E12)"],
+                                     "s3_rrf_fusion (13 spaces)", "s4_purpose", "s5_maxsim_rerank (E12)"],
                           "stage4": _stage4(services)},
             "meta": {"status": "ready: UTL (per-space ΔS/ΔC), Kuramoto network, workspace, ego node, "
                                "meta-cognition, dream consolidation, neuromodulation, steering, adaptive "
@@ -58,4 +58,5 @@ def _stage4(services: Services) -> dict[str, Any]:
     view = services.purpose.teleology.star_view()
     if view is None:
         return {"active": False, "reason": "no north star yet: auto_bootstrap_north_star derives one"}
-    return {"active": True, "star_id": view.id, "threshold": view.threshold}
+    return {"active": True, "star_id": view.id, "threshold": view.threshold,
+            "mode": services.memory.retrieval_settings.stage4_mode, "goals": len(view.goals or ())}

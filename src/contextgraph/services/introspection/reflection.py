@@ -27,6 +27,7 @@ from contextgraph.retrieval.query_kind import classify
 from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.memory.memory import MemoryService
 from contextgraph.services.memory.memory_payloads import record_summary
+from contextgraph.services.purpose.autonomous_status import STAR_CHANGES
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.storage.base import MemoryStore
@@ -153,8 +154,8 @@ class Reflection:
         if orphans and "curate" in found:
             add("annotate_node", f"{orphans} recent memory(ies) have no edge at all", "state: curation")
         if north_star is False and count >= 50:
-            add("auto_bootstrap_north_star", f"{count} memories and no north star yet: purpose alignment (search "
-                                             "stage 4, content_misalign) needs one", "state: teleology")
+            add("auto_bootstrap_north_star", f"{count} memories and no north star yet: {STAR_CHANGES}",
+                "state: teleology")
 
     async def plan(self, goal: str, focus: list[str]) -> dict[str, Any]:
         topic = _topic(goal)

@@ -104,7 +104,7 @@ class MemoryService:
         return Injected(stored, utl, related)
 
     async def search(self, query: str, *, top_k: int, min_similarity: float, modality: str | None,
-                     breakdown: bool, stage4: bool = True) -> Searched:
+                     breakdown: bool, stage4: bool | str = True) -> Searched:
         await self.handle.ready()
         pipeline = await self.perception.pipeline()
         started = time.perf_counter()

@@ -117,6 +117,9 @@ class Searched:
                 f"Nothing relevant found: no result is close in meaning to the query (best similarity {best:.2f}, "
                 f"below {self.relevance_floor:g}). These are the nearest memories, not answers: the memory "
                 "holds nothing about this yet, or holds it in other words.")
+        note = self.retrieval.stage4.get("note")
+        if note:  # stage 4 changed this answer: the default answer says so in one line
+            payload["stage4_note"] = note
         if self.breakdown:
             payload["stages_ms"] = {"embed_query": self.embed_ms, **self.retrieval.stages_ms}
             payload["candidates"] = self.retrieval.candidates

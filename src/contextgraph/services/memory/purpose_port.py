@@ -11,6 +11,7 @@ import numpy as np
 
 from contextgraph.embedders.base import Embedder
 from contextgraph.fingerprint import Fingerprint
+from contextgraph.teleology.goals import GoalSet
 
 
 class StarAlignment(Protocol):
@@ -21,6 +22,9 @@ class StarAlignment(Protocol):
 
     @property
     def threshold(self) -> float: ...
+
+    @property
+    def goals(self) -> GoalSet | None: ...
 
     def alignments_of_seqs(self, by_space: dict[int, Embedder], seqs: Sequence[int],
                            docs: Sequence[Fingerprint]) -> np.ndarray: ...

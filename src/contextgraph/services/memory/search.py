@@ -6,9 +6,10 @@
         query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
         without E1's duplicate votes (E8/E10 where they rank like E1, docs/retrieval.md), plus score-level fusion of the
         normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
-    S4  purpose-alignment filter: once a north star exists (auto_bootstrap_north_star), candidates whose alignment
-        to it (services.purpose.teleology.StarView) is below the threshold are dropped; a query can opt out. Without a
-        star nothing is computed and the ranking is exactly S3 → S5
+    S4  purpose: once a north star exists (auto_bootstrap_north_star), a bounded re-rank toward the store goal the
+        query belongs to, nothing dropped; `stage4="filter"` drops the candidates aligned below the threshold
+        instead, and a query can opt out (services/memory/stage4.py). Without a star nothing is computed and the
+        ranking is exactly S3 → S5
     S5  E12 MaxSim rerank of the fused head
 
 E6 and E13 are BM25-scored by their indexes (docs/decisions.md#d21) with the settings' k1/b. Every number here is a
@@ -34,6 +35,9 @@ from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sha
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
 from contextgraph.services.memory.purpose_port import StarAlignment
+from contextgraph.services.memory.stage4 import describe
+from contextgraph.services.memory.stage4 import idle as stage4_idle
+from contextgraph.services.memory.stage4 import plan as stage4_plan
 from contextgraph.storage.base import MemoryRecord
 from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
@@ -54,6 +58,8 @@ class RetrievalSettings:
     score_weights: Mapping[int, float] = field(default_factory=dict)  # space → weight of its min-max score in S3
     query_kinds: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # kind → space → multiplier
     temporal_only_when_asked: bool = False
+    stage4_mode: str = "rerank"  # what stage4=true means: "rerank" (bounded, nothing dropped) or "filter"
+    stage4_bound: float = 0.1  # the re-rank's largest change of a fused score, ±β (teleology.goals)
 
     @classmethod
     def from_constitution(cls, c: Any) -> RetrievalSettings:
@@ -74,6 +80,8 @@ class RetrievalSettings:
             score_weights=by_space(r.get("score_weights")),
             query_kinds={str(k): by_space(v) for k, v in (r.get("query_kinds") or {}).items()},
             temporal_only_when_asked=bool(r.get("temporal_only_when_asked", False)),
+            stage4_mode=str(r.get("stage4_mode", "rerank")),
+            stage4_bound=float(r.get("stage4_bound", 0.1)),
         )
 
     def weights_for(self, query_text: str | None) -> dict[int, float]:
@@ -143,7 +151,7 @@ class Retriever:
         exclude: frozenset[int] = frozenset(),
         causal_direction: str = "both",
         query_text: str | None = None,
-        stage4: bool = True,
+        stage4: bool | str = True,
     ) -> Retrieval:
         s = self.settings
         timings: dict[str, float] = {}
@@ -162,7 +170,7 @@ class Retriever:
         lap("s2_dense_ann")
         seqs = [seq for seq in candidates if seq not in exclude]
         if not seqs:
-            return Retrieval([], 0, timings, self._stage4_idle(stage4))
+            return Retrieval([], 0, timings, stage4_idle(self.purpose, self._mode(stage4)))
         read_started = time.perf_counter()
         # one column per space, gathered from the stored blobs (not a decoded fingerprint per candidate)
         columns = self.store.fingerprint_columns(seqs, ALL_SPACES)
@@ -184,7 +192,7 @@ class Retriever:
         timings: dict[str, float] | None = None,
         read_ms: float = 0.0,
         query_text: str | None = None,
-        stage4: bool = True,
+        stage4: bool | str = True,
     ) -> Retrieval:
         """Stages 3-5 over candidates already chosen and read (None: deleted since): the whole pipeline after
         candidate generation. inject_context calls it directly with the neighbourhood its UTL computation has
@@ -206,7 +214,7 @@ class Retriever:
         timings: dict[str, float] | None,
         read_ms: float,
         query_text: str | None,
-        stage4: bool,
+        stage4: bool | str,
     ) -> Retrieval:
         s = self.settings
         timings = {} if timings is None else timings
@@ -220,7 +228,7 @@ class Retriever:
         seqs = columns.seqs
         docs = columns.rows()
         if not seqs:
-            return Retrieval([], 0, timings, self._stage4_idle(stage4))
+            return Retrieval([], 0, timings, stage4_idle(self.purpose, self._mode(stage4)))
         scores = self.space_scores(query, columns, causal_direction)
         mod = self.modulation  # serotonin: the space weights; noradrenaline: k (identity at the baselines)
         weights = reweight(s.weights_for(query_text), mod.weight_exponent)
@@ -229,23 +237,26 @@ class Retriever:
         fused = fuse(scores, weights, rrf_k, s.score_weights, space_ranks)
         lap("s3_rrf_fusion")
         timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
-        # S4: drop what does not serve the north star (dropped candidates sort last and are never chosen, which
-        # ranks the kept ones exactly as filtering them out before S5 would)
-        alignments, keep, stage4_report = self._stage4(docs, seqs, fused, stage4)
-        if keep is not None:
-            fused = np.where(keep, fused, -np.inf)
-        lap("s4_alignment_filter")
+        # S4: purpose. By default a bounded re-rank toward the query's goal; "filter": the candidates below the
+        # threshold sort last and are never chosen (which ranks the kept ones exactly as filtering them out before
+        # S5 would)
+        stage = stage4_plan(self.purpose, self._mode(stage4), self.embedders, query, seqs, docs, columns[SEMANTIC],
+                            s.stage4_bound)
+        lap("s4_purpose")
 
         # S5: MaxSim rerank of the fused head.
-        reranked, final = rerank(fused, scores[LATE], max(widened(s.rerank_head, mod.temperature), top_k),
-                                 s.rerank_weight)
-        final = sharpen(final, mod.score_exponent)  # dopamine: monotone, so the order stays
-        final_by_index = dict(zip(reranked.tolist(), final.tolist()))
+        head = max(widened(s.rerank_head, mod.temperature), top_k)
+        chosen, final_by_index = self._select(stage.adjusted(fused), scores, head, min_similarity, top_k,
+                                              mod.score_exponent)
         lap("s5_maxsim_rerank")
+        report = stage.report or {}
+        if stage.changes_scores:  # what the answer would have been without stage 4, for its one-line note
+            plain, _ = self._select(fused, scores, head, min_similarity, top_k, mod.score_exponent)
+            dropped = None if stage.keep is None else np.flatnonzero(~stage.keep)
+            report = describe(stage, plain, chosen, dropped, self._ids_of(seqs), fused)
+        alignments = stage.alignments
 
         found: list[Found] = []
-        chosen = [i for i in reranked.tolist()
-                  if scores[SEMANTIC][i] >= min_similarity and (keep is None or keep[i])][:top_k]
         records = self.store.get_by_seq([seqs[i] for i in chosen])
         references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
         similarities = context_similarities(self.embedders, query, columns.take(chosen))  # [chosen, 13]
@@ -264,33 +275,30 @@ class Retriever:
                 fingerprint=docs[i],
             ))
         lap("fetch_records")
-        return Retrieval(found, len(seqs), timings, stage4_report,
+        return Retrieval(found, len(seqs), timings, report,
                          {space.id: references[:, column] for column, space in enumerate(SPACES)}, weights, rrf_k)
 
-    def _stage4_idle(self, wanted: bool) -> dict[str, Any]:
-        if self.purpose is None:
-            return dict(_STAGE4_INACTIVE)
-        if not wanted:
-            return {"active": False, "reason": _STAGE4_OPTED_OUT, "threshold": self.purpose.threshold}
-        return {"active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold, "dropped": 0,
-                "dropped_ids": []}
+    def _select(self, fused: np.ndarray, scores: dict[int, np.ndarray], head: int, min_similarity: float,
+                top_k: int, score_exponent: float) -> tuple[list[int], dict[int, float]]:
+        """Stage 5 over fused scores: the top_k candidates after the MaxSim rerank of the head (a candidate at
+        -inf, left out by stage 4's filter, is never chosen), and every head candidate's final score."""
+        reranked, final = rerank(fused, scores[LATE], head, self.settings.rerank_weight)
+        final = sharpen(final, score_exponent)  # dopamine: monotone, so the order stays
+        chosen = [i for i in reranked.tolist()
+                  if scores[SEMANTIC][i] >= min_similarity and np.isfinite(fused[i])][:top_k]
+        return chosen, dict(zip(reranked.tolist(), final.tolist()))
 
-    def _stage4(self, docs: Sequence[Fingerprint], seqs: list[int], fused: np.ndarray,
-                wanted: bool) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any]]:
-        """(each candidate's alignment, the keep mask, the breakdown's report); (None, None, why not) when
-        inactive."""
-        if self.purpose is None:
-            return None, None, self._stage4_idle(wanted)
-        alignments = self.purpose.alignments_of_seqs(self.embedders, seqs, docs)  # the workspace ranks by them too
-        if not wanted:
-            return alignments, None, self._stage4_idle(wanted)
-        keep = alignments >= self.purpose.threshold
-        dropped = np.flatnonzero(~keep)
-        shown = dropped[np.argsort(-fused[dropped], kind="stable")][:_STAGE4_IDS_SHOWN]  # the best-fused first
-        records = self.store.get_by_seq([seqs[i] for i in shown]) if len(shown) else []
-        return alignments, keep, {
-            "active": True, "star_id": self.purpose.id, "threshold": self.purpose.threshold,
-            "dropped": len(dropped), "dropped_ids": [r.id for r in records if r is not None]}
+    def _mode(self, stage4: bool | str) -> str | None:
+        """stage4 as asked: true the configured mode (rerank unless the constitution says otherwise), false off
+        (None), or a mode by name."""
+        if isinstance(stage4, str):
+            return stage4
+        return self.settings.stage4_mode if stage4 else None
+
+    def _ids_of(self, seqs: list[int]) -> Callable[[list[int]], list[str]]:
+        def ids(rows: list[int]) -> list[str]:
+            return [r.id for r in self.store.get_by_seq([seqs[i] for i in rows]) if r is not None]
+        return ids
 
     def space_scores(self, query: Fingerprint, docs: Sequence[Fingerprint] | FingerprintColumns,
                      causal_direction: str) -> dict[int, np.ndarray]:
@@ -324,9 +332,3 @@ def _stage_timer(timings: dict[str, float]) -> Callable[[str], None]:
         clock = now
 
     return lap
-
-
-_STAGE4_INACTIVE = {"active": False,
-                    "reason": "no north star yet: auto_bootstrap_north_star derives one from the stored memories"}
-_STAGE4_OPTED_OUT = "turned off for this query (stage4=false)"
-_STAGE4_IDS_SHOWN = 20  # dropped_ids lists at most this many (the best-fused of the dropped; each is a record read)

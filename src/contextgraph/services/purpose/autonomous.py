@@ -19,7 +19,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.errors import BootstrapError, DriftCorrectorError, DriftDetectorError, InvalidParams
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
-from contextgraph.services.purpose.autonomous_scan import Corpus, label, preview, read_corpus, themes
+from contextgraph.services.purpose.autonomous_scan import Corpus, goals_of, label, preview, read_corpus, themes
 from contextgraph.services.purpose.teleology import StarView, TeleologyService
 from contextgraph.services.runtime.perception import Perception
 from contextgraph.teleology import drift as drift_kernel
@@ -65,15 +65,18 @@ class AutonomousService:
                 f"No stable dominant theme: the largest cluster ({proposal['size']} of {proposal['scanned']} "
                 f"memories, '{proposal['label']}') comes back with confidence {proposal['confidence']:.2f} < "
                 f"confidence_threshold {confidence_threshold}. Store more memories on your main theme, or call "
-                "again with a lower confidence_threshold.", **{k: v for k, v in proposal.items() if k != "star"})
+                "again with a lower confidence_threshold.",
+                **{k: v for k, v in proposal.items() if k not in ("star", "goals")})
         star: Fingerprint = proposal.pop("star")
         members = proposal.pop("member_ids")
+        goals = proposal.pop("goals")
         previous = (self.teleology.state().get("star") or {}).get("id")
         entry = await anyio.to_thread.run_sync(
-            lambda: self.teleology.set_star(star, proposal, members, "auto_bootstrap_north_star"))
+            lambda: self.teleology.set_star(star, proposal, members, "auto_bootstrap_north_star", goals=goals))
         elapsed = round((time.perf_counter() - started) * 1000, 1)
         out = {"bootstrapped": True, "star_id": entry["id"], "previous_star_id": previous, **proposal,
                "member_ids": members[:50], "members_listed": min(len(members), 50),
+            "goals": [{k: g[k] for k in ("id", "label", "size")} for g in goals],
                "confidence_method": CONFIDENCE_METHOD, "recompute": dict(self.teleology.recompute),
                "elapsed_ms": elapsed}
         await self.remember("bootstrap", {"star_id": entry["id"], "confidence": proposal["confidence"],
@@ -100,7 +103,7 @@ class AutonomousService:
         reference = member_reference(pvs[in_star]) if in_star.any() else None
         aligned = alignment(pvs, view.weights, reference)
         return {
-            "star": star, "member_ids": [corpus.records[i].id for i in rows],
+            "star": star, "member_ids": [corpus.records[i].id for i in rows], "goals": goals_of(corpus, t),
             "scanned": len(corpus), "k": c.k, "silhouette": round(c.silhouette, 6),
             "silhouettes_by_k": {str(k): v for k, v in c.silhouettes_by_k.items()},
             "cluster_sizes": t.sizes, "unthemed": int((t.labels < 0).sum()), "size": len(rows),
@@ -229,6 +232,7 @@ class AutonomousService:
         if strategy == "rebootstrap":
             proposal = self._propose(10)
             star = proposal.pop("star")
+            proposal.pop("goals")  # a correction moves the star; the store's goals stay as they were
             predicted = proposal["baseline_alignment"]
             return {"star": star, "member_ids": proposal.pop("member_ids"), "proposal": proposal,
                     "predicted_mean_alignment": predicted, "current_mean_alignment": report["mean_alignment"]}

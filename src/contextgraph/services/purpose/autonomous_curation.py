@@ -6,7 +6,6 @@ Every call is bounded (memories scanned, merges per call)."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
@@ -20,7 +19,8 @@ from contextgraph.fingerprint import SPACE_BY_ID
 from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.purpose.autonomous import AutonomousService
-from contextgraph.services.purpose.autonomous_scan import Corpus, label, preview, read_corpus, themes
+from contextgraph.services.purpose.autonomous_scan import Corpus, goal_id, goals_of, label, preview, read_corpus, themes
+from contextgraph.services.purpose.teleology import StarView
 from contextgraph.teleology.clustering import unit
 
 SUBGOALS_DOCUMENT = "teleology/subgoals"
@@ -48,56 +48,76 @@ class AutonomousCuration:
         return out
 
     def _prune(self, limit: int, min_staleness_days: int, min_alignment: float) -> dict[str, Any]:
-        store, indexes = self.storage.store, self.storage.indexes
+        """Candidates for pruning: stale, redundant, or never used and unimportant. Low alignment to every goal
+        and having no edges only add to a candidate's score: a memory is never proposed for being off-star or
+        alone (a minor topic is not noise; docs/engine.md#autonomous-hygiene)."""
+        store = self.storage.store
         corpus = read_corpus(store, int(self.settings["max_scan"]))
-        now = self.clock.now()
         view = self.teleology.star_view()
-        aligned = self.teleology.alignments_of(corpus.records, view)[1] if view is not None and len(corpus) else None
-        by_seq = {r.seq: i for i, r in enumerate(corpus.records)}
+        aligned = self._on_purpose(corpus, view) if view is not None and len(corpus) else None
         degree = store.graph_read(lambda g: [len(g.edges(r.id)) for r in corpus.records])
         orphan_score = float(self.settings["pruning"]["orphan_score"])
-        stale_s = min_staleness_days * 86400.0
         found: list[dict[str, Any]] = []
         for i, r in enumerate(corpus.records):
-            reasons: list[dict[str, Any]] = []
-            age = now - r.created_at
-            idle = now - (r.last_accessed or r.created_at)
-            if age >= stale_s and idle >= stale_s:
-                stale_score = min(1.0, idle / (2 * stale_s)) if stale_s else 1.0
-                reasons.append({"reason": "stale", "score": round(stale_score, 4),
-                                "age_days": round(age / 86400, 2), "idle_days": round(idle / 86400, 2),
-                                "access_count": r.access_count})
+            primary = self._primary_reasons(corpus, i, min_staleness_days)
+            if not primary:
+                continue
+            reasons = list(primary)
             if aligned is not None and aligned[i] < min_alignment:
                 low = float((min_alignment - aligned[i]) / min_alignment)
                 reasons.append({"reason": "low_alignment", "score": round(low, 4),
                                 "alignment": round(float(aligned[i]), 4)})
-            for seq, sim in indexes.search(1, corpus.vectors[i], 3):
-                j = by_seq.get(seq)
-                if j is None or j == i or sim < self.duplicate:
-                    continue
-                other = corpus.records[j]
-                keeper = max((r, other), key=lambda x: (x.importance, x.access_count, x.created_at))
-                if keeper.id != r.id:  # the lesser of the pair is the candidate; its twin stays
-                    reasons.append({"reason": "redundant", "score": round(float(sim), 4), "duplicate_of": other.id,
-                                    "similarity": round(float(sim), 4)})
-                break
             if degree[i] == 0:
                 reasons.append({"reason": "orphan", "score": orphan_score, "edges": 0})
-            if reasons:
-                score = 1.0 - float(np.prod([1.0 - x["score"] for x in reasons]))
-                found.append({"id": r.id, "score": round(score, 4), "reasons": reasons,
-                              "importance": r.importance, "preview": preview(r.content),
-                              "suggested": _suggestion(reasons, r.id)})
+            score = 1.0 - float(np.prod([1.0 - x["score"] for x in reasons]))
+            found.append({"id": r.id, "score": round(score, 4), "reasons": reasons,
+                          "importance": r.importance, "preview": preview(r.content),
+                          "suggested": _suggestion(reasons, r.id)})
         found.sort(key=lambda c: (-c["score"], c["id"]))
         return {"count": min(len(found), limit), "total_found": len(found), "scanned": len(corpus),
                 "candidates": found[:limit], "north_star": None if view is None else view.id,
                 "thresholds": {"min_staleness_days": min_staleness_days, "min_alignment": min_alignment,
                                "duplicate_similarity": self.duplicate},
-                "method": "stale: written and last used ≥ min_staleness_days ago; low_alignment: alignment to the "
-                          "north star < min_alignment (only with a star); redundant: E1 cosine to another memory "
-                          "≥ the duplicate threshold (the less important of the pair); orphan: no edges. "
-                          "score = 1 − Π(1 − reason score). Nothing is changed: forget_concept or "
+                "method": "a candidate is stale (written and last used ≥ min_staleness_days ago), redundant (E1 "
+                          "cosine to another memory ≥ the duplicate threshold; the less important of the pair) or "
+                          "unused (never read since written ≥ unused_after_days ago, importance below "
+                          "unimportant_below). low_alignment (alignment to the north star and to every goal "
+                          "< min_alignment) and orphan (no edges) only add to a candidate's score, never make "
+                          "one. score = 1 − Π(1 − reason score). Nothing is changed: forget_concept or "
                           "trigger_consolidation act on them."}
+
+    def _on_purpose(self, corpus: Corpus, view: StarView) -> np.ndarray:
+        """Each memory's best alignment: to the north star (13 spaces) or to any goal (E1), whichever is higher."""
+        star = self.teleology.alignments_of(corpus.records, view)[1]
+        if view.goals is None or not len(view.goals):
+            return star
+        return np.maximum(star, view.goals.alignments(corpus.vectors).max(axis=1))
+
+    def _primary_reasons(self, corpus: Corpus, i: int, min_staleness_days: int) -> list[dict[str, Any]]:
+        """What can make memory i a candidate on its own: stale, redundant, or unused and unimportant."""
+        r, now, p = corpus.records[i], self.clock.now(), self.settings["pruning"]
+        reasons: list[dict[str, Any]] = []
+        stale_s = min_staleness_days * 86400.0
+        age, idle = now - r.created_at, now - (r.last_accessed or r.created_at)
+        if age >= stale_s and idle >= stale_s:
+            reasons.append({"reason": "stale", "score": round(min(1.0, idle / (2 * stale_s)) if stale_s else 1.0, 4),
+                            "age_days": round(age / 86400, 2), "idle_days": round(idle / 86400, 2),
+                            "access_count": r.access_count})
+        elif (r.access_count == 0 and r.importance < float(p["unimportant_below"])
+              and age >= float(p["unused_after_days"]) * 86400.0):
+            reasons.append({"reason": "unused", "score": round(1.0 - r.importance, 4),
+                            "age_days": round(age / 86400, 2), "importance": r.importance})
+        for seq, sim in self.storage.indexes.search(1, corpus.vectors[i], 3):
+            j = corpus.row_of(seq)
+            if j is None or j == i or sim < self.duplicate:
+                continue
+            other = corpus.records[j]
+            keeper = max((r, other), key=lambda x: (x.importance, x.access_count, x.created_at))
+            if keeper.id != r.id:  # the lesser of the pair is the candidate; its twin stays
+                reasons.append({"reason": "redundant", "score": round(float(sim), 4), "duplicate_of": other.id,
+                                "similarity": round(float(sim), 4)})
+            break
+        return reasons
 
     # -- consolidation ---------------------------------------------------------------------------------------
     async def consolidate(self, *, max_memories: int, strategy: str, min_similarity: float, max_merges: int,
@@ -229,7 +249,7 @@ class AutonomousCuration:
             ids = [corpus.records[i].id for i in rows]
             centre = int(rows[np.argmax(unit(corpus.vectors[rows]) @ c.centroids[g])])
             goals.append({
-                "id": "goal-" + hashlib.sha256(",".join(sorted(ids)).encode()).hexdigest()[:16],
+                "id": goal_id(ids),
                 "label": label(t.terms[g]), "terms": t.terms[g], "size": len(rows),
                 "coherence": t.coherence[g], "confidence": round(confidence, 4),
                 "member_ids": ids,
@@ -240,6 +260,8 @@ class AutonomousCuration:
         self.storage.writer.submit_future(store.put_document, SUBGOALS_DOCUMENT, {
             "at": time.time(), "parent": parent or star, "goals": [{"id": x["id"], "member_ids": x["member_ids"]}
                                                                   for x in goals]}).result()
+        if parent is None or parent == star:  # the whole store's themes: what stage 4 re-ranks by from now on
+            self.teleology.set_goals(goals_of(corpus, t), "discover_sub_goals")
         return {"sub_goals": kept, "count": len(kept), "clusters": c.k, "k": c.k, "scanned": len(corpus),
                 "parent_goal_id": parent or star, "silhouette": round(c.silhouette, 4),
                 "unthemed_ids": [corpus.records[i].id for i in np.flatnonzero(t.labels < 0)],

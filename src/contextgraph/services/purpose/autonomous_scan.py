@@ -3,6 +3,7 @@ clustering of them that the north star and the sub-goals both come from."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +20,16 @@ SEMANTIC = 1
 class Corpus:
     records: list[MemoryRecord]
     vectors: np.ndarray  # [n, d] E1
+    _rows: dict[int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.records)
+
+    def row_of(self, seq: int) -> int | None:
+        """The row of the memory with this seq, or None when it is not in the corpus."""
+        if self._rows is None:
+            self._rows = {r.seq: i for i, r in enumerate(self.records)}
+        return self._rows.get(seq)
 
 
 def read_corpus(store: MemoryStore, max_scan: int, spaces: tuple[int, ...] = (SEMANTIC,)) -> Corpus:
@@ -77,3 +85,23 @@ def label(terms: list[str]) -> str:
 
 def preview(text: str, n: int = 120) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def goal_id(member_ids: list[str]) -> str:
+    return "goal-" + hashlib.sha256(",".join(sorted(member_ids)).encode()).hexdigest()[:16]
+
+
+def goals_of(corpus: Corpus, t: Themes) -> list[dict[str, Any]]:
+    """Every theme with members as a goal stage 4 can re-rank by (teleology.goals): its id, label, size, E1
+    centroid and the median E1 cosine of its members to it."""
+    vectors = unit(corpus.vectors) if len(corpus) else corpus.vectors
+    goals = []
+    for g in range(t.clustering.k):
+        rows = np.flatnonzero(t.labels == g)
+        if len(rows) < 2:  # one memory is not a theme
+            continue
+        centre = t.clustering.centroids[g]
+        goals.append({"id": goal_id([corpus.records[i].id for i in rows]), "label": label(t.terms[g]),
+                      "size": len(rows), "centroid": centre,
+                      "reference": float(np.median(vectors[rows] @ centre))})
+    return sorted(goals, key=lambda x: (-x["size"], x["id"]))

@@ -8,6 +8,11 @@ from typing import Any
 
 from contextgraph.services.purpose.autonomous import AutonomousService
 
+# what a north star will change, in one sentence: the recommendation says it before the agent acts on it
+STAR_CHANGES = ("a north star nudges each search toward the store theme the query belongs to (a bounded re-rank "
+                "that never hides a memory; stage4=false turns it off) and adds drift checks and alignments to the "
+                "status tools; it deletes nothing")
+
 SERVICES = ("bootstrap_service", "drift_detector", "drift_corrector", "pruning_service", "consolidation_service",
             "subgoal_discovery")
 _OPERATION = {"bootstrap_service": "bootstrap", "drift_detector": "drift", "drift_corrector": "correction",
@@ -39,8 +44,7 @@ async def autonomous_status(autonomous: AutonomousService, include_metrics: bool
     if star is None:
         if count >= minimum:
             recommendations.append({"priority": 1, "tool": "auto_bootstrap_north_star",
-                                    "why": f"{count} memories stored and no north star yet: stage 4 and every "
-                                           "alignment wait for one"})
+                                    "why": f"{count} memories stored and no north star yet: {STAR_CHANGES}"})
         else:
             recommendations.append({"priority": 1, "tool": "store_memory",
                                     "why": f"{count} of the {minimum} memories a north star needs"})

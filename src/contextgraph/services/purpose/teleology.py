@@ -6,12 +6,15 @@ of its own, `teleology/star/<id>`, so the status tools read a small document and
     history         every earlier star's metadata, newest last (stars are never deleted: a revert needs them)
     profiles        named teleological profiles (services.teleology_profiles), the active one, the synergy matrix
     operations      the autonomous services' recent operations (what ran, when, dry run or not)
+    goals           the store's themes (the star's cluster and the others: E1 centroid, members' median cosine),
+                    which stage 4 re-ranks by (teleology.goals; docs/retrieval.md#stage-4-purpose)
 
 Purpose vectors are stored per memory in its record (`extra.purpose` = {star, pv, alignment}), written with the
 memory in the same transaction (MemoryService calls `record_extra`), and recomputed in the background, in
 batches through the writer, when the star changes; a record whose PV belongs to another star is recomputed on
 the fly wherever it is read. Stage 4 reads the star through `star_view()` and the threshold through
-`alignment_threshold()` (one function: app.py points its source at ATC's θ_warn).
+`alignment_threshold()` (one function: app.py points its source at ATC's θ_warn). Another process on the same
+store (a second server, the CLI) may set a star: the state is re-read when it is older than `REFRESH_S`.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.storage.base import GraphTxn, MemoryRecord, MemoryStore
 from contextgraph.storage.codec import decode_fingerprint, encode_fingerprint
+from contextgraph.teleology.goals import Goal, GoalSet
 from contextgraph.teleology.purpose import alignment, purpose_vectors, weight_vector
 
 _log = get_logger("teleology")
 DOCUMENT = "teleology"
 CACHE_MAX = 200_000  # alignments kept per star (a float and an int each); past it the cache starts over
 STAR_DOCUMENT = "teleology/star/"
+REFRESH_S = 2.0  # how stale the loaded state may get before it is compared with the stored one (another process)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class StarView:
     # under its seq (E8, the one space rewritten in place, has no alignment weight), so stage 4 measures each
     # candidate once per star instead of once per search
     cache: dict[int, float] | None = None
+    goals: GoalSet | None = None  # the themes stage 4 re-ranks by (None: none known, re-ranking stays neutral)
 
     def purpose(self, by_space: dict[int, Embedder], docs: Sequence[Fingerprint],
                 only_weighted: bool = False) -> np.ndarray:
@@ -86,7 +92,22 @@ class StarView:
 
 def empty_state() -> dict[str, Any]:
     return {"version": 1, "star": None, "history": [], "profiles": {}, "active_profile": None, "synergy": None,
-            "synergy_updates": 0, "operations": [], "subgoals": None}
+            "synergy_updates": 0, "operations": [], "subgoals": None, "goals": None}
+
+
+def goal_set(goals: dict[str, Any] | None, star: dict[str, Any] | None, fingerprint: Fingerprint | None) -> \
+        GoalSet | None:
+    """The GoalSet of the stored goals; a store whose star predates them has one goal, the star's own E1 centroid
+    and its members' median E1 cosine (the first entry of its reference)."""
+    rows = (goals or {}).get("goals") or []
+    if rows:
+        return GoalSet(tuple(Goal(g["id"], g["label"], np.asarray(g["centroid"], dtype=np.float64),
+                                  float(g["reference"]), int(g["size"])) for g in rows))
+    if star is None or fingerprint is None or not star.get("reference") or 1 not in fingerprint:
+        return None
+    return GoalSet((Goal(star["id"], str(star.get("label", "north star")),
+                         np.asarray(fingerprint[1], dtype=np.float64), float(star["reference"][0]),
+                         int(star.get("size", 0))),))
 
 
 class TeleologyService:
@@ -112,20 +133,27 @@ class TeleologyService:
         self._embedders: dict[int, Embedder] = {}
         self._cache: dict[int, float] = {}  # stage 4's alignments under the star `_cache_for`
         self._cache_for: str | None = None
+        self._goals: tuple[object, GoalSet | None] = (None, None)  # (the state's goals entry, its GoalSet)
+        self._checked_at = 0.0  # monotonic time the loaded state was last compared with the stored one
         self.recompute: dict[str, Any] = {"running": False, "star_id": None, "done": 0, "total": 0}
         self._recent = deque(maxlen=int(t["ego_window"]))
 
     # -- state -----------------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The loaded state of the open store (reloaded when the store was reopened)."""
+        """The loaded state of the open store: reloaded when the store was reopened, and compared with the stored
+        document at most every REFRESH_S (another process may have set a star or goals since)."""
         store = self.storage.store
-        if self._loaded_from is store:  # the common case, lock-free: a save swaps in a whole new dict
-            return self._state
+        if self._loaded_from is store and time.monotonic() - self._checked_at < REFRESH_S:
+            return self._state  # the common case, lock-free: a save swaps in a whole new dict
+        stored = {**empty_state(), **(store.get_document(DOCUMENT) or {})}  # read outside the lock
         with self._lock:
-            if self._loaded_from is not store:
-                self._state = {**empty_state(), **(store.get_document(DOCUMENT) or {})}
-                star = self._state.get("star")
-                self._star = self._read_star(store, star["id"]) if star else None
+            self._checked_at = time.monotonic()
+            # adopt the stored state when it is newer: a read that raced our own save must not undo it
+            if self._loaded_from is not store or _stamp(stored) > _stamp(self._state):
+                star, before = stored.get("star"), (self._state.get("star") or {}).get("id")
+                if self._loaded_from is not store or (star or {}).get("id") != before:
+                    self._star = self._read_star(store, star["id"]) if star else None
+                self._state = stored
                 self._loaded_from = store
             return self._state
 
@@ -145,6 +173,7 @@ class TeleologyService:
         with self._save_lock:
             state = {**self.state()}
             mutate(state)
+            state["revision"], state["saved_at"] = int(state.get("revision", 0)) + 1, time.time()
             self.storage.writer.submit_future(self.storage.store.put_document, DOCUMENT, state).result()
             with self._lock:
                 self._state = state
@@ -170,16 +199,21 @@ class TeleologyService:
             ref = state["star"].get("reference")
             if self._cache_for != state["star"]["id"]:
                 self._cache, self._cache_for = {}, state["star"]["id"]
+            entry, goals = self._goals
+            if entry is not state.get("goals") or goals is None:
+                goals = goal_set(state.get("goals"), state["star"], self._star)
+                self._goals = (state.get("goals"), goals)
             return StarView(state["star"]["id"], self._star, self.weights, self.alignment_threshold(),
-                            None if ref is None else np.asarray(ref, dtype=np.float64), self._cache)
+                            None if ref is None else np.asarray(ref, dtype=np.float64), self._cache, goals)
 
     def alignment_threshold(self) -> float:
         return float(self.threshold_source())
 
     def set_star(self, star: Fingerprint, meta: dict[str, Any], members: list[str], source: str,
-                 star_id: str | None = None) -> dict[str, Any]:
+                 star_id: str | None = None, goals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """Make `star` the north star (the old one joins the history) and start recomputing every memory's PV.
-        Runs on a worker thread. `star_id` given: an earlier star put back (its document exists already)."""
+        Runs on a worker thread. `star_id` given: an earlier star put back (its document exists already).
+        `goals` given: the store's themes found with it (set_goals), the star's own among them."""
         store = self.storage.store
         if star_id is None:
             star_id = f"star-{int(time.time() * 1000):x}-{len(members)}"
@@ -192,6 +226,8 @@ class TeleologyService:
             if state.get("star"):
                 state["history"] = [*state.get("history", []), state["star"]]
             state["star"] = entry
+            if goals is not None:
+                state["goals"] = goals_entry(goals, source, star_id)
             self.log_operation(state, {"operation": "north_star_set", "star_id": star_id, "source": source})
 
         def swap_star() -> None:
@@ -200,6 +236,11 @@ class TeleologyService:
         self.save(mutate, on_saved=swap_star)
         self._start_recompute(star_id)
         return entry
+
+    def set_goals(self, goals: list[dict[str, Any]], source: str) -> None:
+        """Replace the store's goals (discover_sub_goals over the whole store); the star keeps its own."""
+        star_id = (self.state().get("star") or {}).get("id")
+        self.save(lambda state: state.__setitem__("goals", goals_entry(goals, source, star_id)))
 
     # -- purpose vectors -------------------------------------------------------------------------------------
     def purpose_of(self, fingerprint: Fingerprint) -> tuple[str, np.ndarray, float] | None:
@@ -310,6 +351,18 @@ class TeleologyService:
         with self._lock:
             self.recompute["done"] = self.recompute.get("done", 0) + len(pending)
         return list(pvs)
+
+
+def _stamp(state: dict[str, Any]) -> tuple[int, float]:
+    """Which of two states is newer: saves count up `revision` (another process's too) and carry their time."""
+    return int(state.get("revision", 0)), float(state.get("saved_at", 0.0))
+
+
+def goals_entry(goals: list[dict[str, Any]], source: str, star_id: str | None) -> dict[str, Any]:
+    """The state's goals entry: each goal's id, label, size, E1 centroid and reference (rounded for the JSON)."""
+    rows = [{"id": g["id"], "label": g["label"], "size": int(g["size"]), "reference": round(float(g["reference"]), 5),
+             "centroid": [round(float(v), 6) for v in g["centroid"]]} for g in goals]
+    return {"at": time.time(), "source": source, "star": star_id, "goals": rows}
 
 
 def purpose_doc(star_id: str, pv: np.ndarray, a: float) -> dict[str, Any]:
