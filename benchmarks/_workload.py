@@ -151,15 +151,16 @@ class Pair:
     where: str  # module path relative to the stdlib root, and line
 
 
-def function_pairs(min_body_lines: int = 3, min_query_words: int = 3) -> list[Pair]:
-    """Every eligible (first docstring sentence, function source without the docstring) pair in the stdlib, in
-    file/line order. Skipped: functions without a docstring, bodies of fewer than `min_body_lines` non-blank lines
-    besides the docstring, queries of fewer than `min_query_words` words, a query seen before (the first pair
-    keeps it, so each query has exactly one relevant document) and a document seen before (same text)."""
+def function_pairs(min_body_lines: int = 3, min_query_words: int = 3, root: Path = STDLIB) -> list[Pair]:
+    """Every eligible (first docstring sentence, function source without the docstring) pair under `root` (the
+    stdlib by default, or a third-party package's directory), in file/line order. Skipped: functions without a
+    docstring, bodies of fewer than `min_body_lines` non-blank lines besides the docstring, queries of fewer than
+    `min_query_words` words, a query seen before (the first pair keeps it, so each query has exactly one relevant
+    document) and a document seen before (same text)."""
     pairs: list[Pair] = []
     seen_q: set[str] = set()
     seen_d: set[str] = set()
-    for path in stdlib_files():
+    for path in stdlib_files(root):
         parsed = _parse(path)
         if parsed is None:
             continue
@@ -188,7 +189,7 @@ def function_pairs(min_body_lines: int = 3, min_query_words: int = 3) -> list[Pa
                 continue
             seen_q.add(q_key)
             seen_d.add(d_key)
-            pairs.append(Pair(query, document, f"{path.relative_to(STDLIB)}:{node.lineno}"))
+            pairs.append(Pair(query, document, f"{path.relative_to(root)}:{node.lineno}"))
     return pairs
 
 

@@ -148,6 +148,7 @@ class Bench:
         members nearest the centre, alignment relative to its typical member), without an app."""
         from contextgraph.services.purpose.teleology import StarView
         from contextgraph.teleology.clustering import cluster, dominant, unit
+        from contextgraph.teleology.goals import Goal, GoalSet
         from contextgraph.teleology.purpose import member_reference, purpose_vectors, weight_vector
         from contextgraph.teleology.star import centroid
 
@@ -163,7 +164,13 @@ class Bench:
         by_space = {e.space: e for e in self.pipeline.embedders}
         sample = rows[:: max(1, len(rows) // 500)]
         reference = member_reference(purpose_vectors(by_space, star, [self.emb.docs[i] for i in sample]))
-        view = StarView("bench", star, weights, float(constitution["retrieval"]["alignment_floor"]), reference)
+        # the goals stage 4 re-ranks by: every cluster of the same clustering (services.autonomous_scan.goals_of)
+        x = unit(self.e1)
+        goals = GoalSet(tuple(Goal(f"goal-{g}", f"cluster {g}", c.centroids[g],
+                                   float(np.median(x[c.labels == g] @ c.centroids[g])), int((c.labels == g).sum()))
+                              for g in range(c.k) if (c.labels == g).sum() >= 2))
+        view = StarView("bench", star, weights, float(constitution["retrieval"]["alignment_floor"]), reference,
+                        goals=goals)
         self.doc_alignment = np.concatenate([view.alignments(by_space, self.emb.docs[lo: lo + 512])
                                              for lo in range(0, len(self.emb.docs), 512)])
         self.star_info = {"k": c.k, "silhouette": round(c.silhouette, 4), "star_cluster_size": len(rows),
@@ -204,14 +211,14 @@ class Bench:
 
     # -- the full pipeline, for real --
     def full(self, settings: RetrievalSettings, idx: np.ndarray | None = None,
-             purpose: Any = None) -> tuple[list[list[int]], list[float]]:
+             purpose: Any = None, stage4: bool | str = True) -> tuple[list[list[int]], list[float]]:
         retriever = self.retriever(settings, purpose)
         idx = np.arange(len(self.queries)) if idx is None else idx
         out, times = [], []
         for i in idx.tolist():
             t0 = perf()
             found = retriever.run(self.queries[i], TOP_K, causal_direction=self.directions[i],
-                                  query_text=self.texts[i]).found
+                                  query_text=self.texts[i], stage4=stage4).found
             times.append((perf() - t0) * 1e3)
             out.append([f.record.seq for f in found])
         return out, times
@@ -430,7 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             on = bn.doc_alignment[idx] >= view.threshold
             results["corpora"][bn.name] = {
                 **bn.star_info, "queries": len(idx), "on_theme_queries": int(on.sum()),
-                "recall@10": {"without_s4": metrics(r_plain)["recall@10"], "with_s4": metrics(r_s4)["recall@10"]},
+                "without_s4": metrics(r_plain), "with_s4": metrics(r_s4),
+                "with_s4_filter": metrics(np.array([rank_in(f, int(bn.relevant[i])) for f, i in zip(
+                    bn.full(base, idx, purpose=view, stage4="filter")[0], idx.tolist())])),
                 "recall@10_on_theme": {"without_s4": metrics(r_plain[on])["recall@10"] if on.any() else None,
                                        "with_s4": metrics(r_s4[on])["recall@10"] if on.any() else None},
                 "retriever_ms": {"without_s4": summarize(plain_ms), "with_s4": summarize(s4_ms)}}

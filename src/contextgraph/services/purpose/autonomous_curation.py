@@ -50,7 +50,7 @@ class AutonomousCuration:
     def _prune(self, limit: int, min_staleness_days: int, min_alignment: float) -> dict[str, Any]:
         """Candidates for pruning: stale, redundant, or never used and unimportant. Low alignment to every goal
         and having no edges only add to a candidate's score: a memory is never proposed for being off-star or
-        alone (a minor topic is not noise; docs/engine.md#autonomous-hygiene)."""
+        alone (a minor topic is not noise; docs/decisions.md#d26)."""
         store = self.storage.store
         corpus = read_corpus(store, int(self.settings["max_scan"]))
         view = self.teleology.star_view()
