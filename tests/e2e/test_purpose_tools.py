@@ -191,6 +191,7 @@ async def test_north_star_stage4_subgoals_and_consolidation(client, app):
 
     status = await call(client, "get_autonomous_status", {"include_metrics": True, "include_history": True})
     assert status["north_star"] == star["star_id"] and status["stage4"]["active"]
+    assert status["stage4"]["mode"] == "rerank" and status["stage4"]["goals"] >= 2 and len(star["goals"]) >= 2
     assert status["services"]["consolidation_service"]["last_run"] is not None
     assert {h["operation"] for h in status["history"]} >= {"consolidation", "subgoals", "pruning"}
 

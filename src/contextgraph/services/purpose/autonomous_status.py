@@ -69,7 +69,9 @@ async def autonomous_status(autonomous: AutonomousService, include_metrics: bool
                            "method": "1.0 with a north star and no medium/high drift at the last check; 0.7 medium, "
                                      "0.4 high; 0.3 without a star"},
         "north_star": None if star is None else star["id"],
-        "stage4": {"active": star is not None, "threshold": autonomous.teleology.alignment_threshold()},
+        "stage4": {"active": star is not None, "threshold": autonomous.teleology.alignment_threshold(),
+                   "mode": autonomous.teleology.constitution["retrieval"].get("stage4_mode", "rerank"),
+                   "goals": len((state.get("goals") or {}).get("goals") or [])},
         "memory_count": count,
         "min_memories_for_bootstrap": minimum,
         "services": services,
