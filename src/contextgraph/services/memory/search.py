@@ -35,7 +35,7 @@ from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sha
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
 from contextgraph.services.memory.purpose_port import StarAlignment
-from contextgraph.services.memory.stage4 import describe
+from contextgraph.services.memory.stage4 import describe, star_alignments
 from contextgraph.services.memory.stage4 import idle as stage4_idle
 from contextgraph.services.memory.stage4 import plan as stage4_plan
 from contextgraph.storage.base import MemoryRecord
@@ -254,7 +254,7 @@ class Retriever:
             plain, _ = self._select(fused, scores, head, min_similarity, top_k, mod.score_exponent)
             dropped = None if stage.keep is None else np.flatnonzero(~stage.keep)
             report = describe(stage, plain, chosen, dropped, self._ids_of(seqs), fused)
-        alignments = stage.alignments
+        alignments = star_alignments(stage, self.purpose, self.embedders, seqs, docs, chosen)
 
         found: list[Found] = []
         records = self.store.get_by_seq([seqs[i] for i in chosen])

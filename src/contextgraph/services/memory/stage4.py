@@ -9,7 +9,8 @@ the threshold as before.
                       never chosen: the earlier stage 4, kept for users who want a hard cut.
     off               stage4=false: the star changes nothing.
 
-Either way each candidate's alignment to the star is measured (the workspace ranks by it)."""
+The answer's memories carry their alignment to the star (the workspace ranks by it): measured for every candidate
+by the filter, which needs them all, and for the chosen few otherwise (`star_alignments`)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ OPTED_OUT = "turned off for this query (stage4=false)"
 
 @dataclass
 class Stage4:
-    alignments: np.ndarray | None  # each candidate's alignment to the star; None without a star
+    alignments: np.ndarray | None  # the filter's: every candidate's alignment to the star; None otherwise
     factors: np.ndarray | None = None  # rerank: each candidate's multiplier of its fused score
     keep: np.ndarray | None = None  # filter: which candidates may be chosen
     report: dict[str, Any] | None = None
@@ -63,32 +64,40 @@ def idle(view: StarAlignment | None, mode: str | None) -> dict[str, Any]:
 def plan(view: StarAlignment | None, mode: str | None, embedders: dict[int, Embedder], query: Fingerprint,
          seqs: list[int], docs: Sequence[Fingerprint], e1: np.ndarray, bound: float) -> Stage4:
     """What stage 4 does to these candidates (`e1`: their E1 column [n, d])."""
-    if view is None:
+    if view is None or mode is None:
         return Stage4(None, report=idle(view, mode))
-    alignments = view.alignments_of_seqs(embedders, seqs, docs)  # the workspace ranks by them too
-    if mode is None:
-        return Stage4(alignments, report=idle(view, mode))
     if mode == "filter":
+        alignments = view.alignments_of_seqs(embedders, seqs, docs)
         return Stage4(alignments, keep=alignments >= view.threshold, report=idle(view, mode))
-    return _rerank(view, alignments, query, e1, bound)
+    return _rerank(view, query, e1, bound)
 
 
-def _rerank(view: StarAlignment, alignments: np.ndarray, query: Fingerprint, e1: np.ndarray,
-            bound: float) -> Stage4:
+def star_alignments(stage: Stage4, view: StarAlignment | None, embedders: dict[int, Embedder], seqs: list[int],
+                    docs: Sequence[Fingerprint], chosen: list[int]) -> dict[int, float] | None:
+    """The chosen candidates' alignments to the star ({candidate index: alignment}), None without a star."""
+    if view is None:
+        return None
+    if stage.alignments is not None:
+        return {i: float(stage.alignments[i]) for i in chosen}
+    measured = view.alignments_of_seqs(embedders, [seqs[i] for i in chosen], [docs[i] for i in chosen])
+    return dict(zip(chosen, measured.tolist()))
+
+
+def _rerank(view: StarAlignment, query: Fingerprint, e1: np.ndarray, bound: float) -> Stage4:
     report = {**idle(view, "rerank"), "bound": bound}
     goals = view.goals
     if goals is None or not len(goals) or SEMANTIC not in query:
-        return Stage4(alignments, report={**report, "goal": None, "reason": "no goals known: ranking unchanged"})
+        return Stage4(None, report={**report, "goal": None, "reason": "no goals known: ranking unchanged"})
     centroids, references = goals.matrix()
     to_goals = goal_alignments(np.asarray(query[SEMANTIC]), centroids, references)[0]
     g = query_goal(to_goals, view.threshold)
     report["query_alignment"] = round(float(to_goals.max()), 4)
     if g is None:
-        return Stage4(alignments, report={**report, "goal": None,
-                                          "reason": "the query belongs to no goal: ranking unchanged"})
+        return Stage4(None, report={**report, "goal": None,
+                                    "reason": "the query belongs to no goal: ranking unchanged"})
     goal = goals.goals[g]
     to_goal = goal_alignments(e1, centroids[g:g + 1], references[g:g + 1])[:, 0]
-    return Stage4(alignments, factors=rerank_factors(to_goal, view.threshold, bound),
+    return Stage4(None, factors=rerank_factors(to_goal, view.threshold, bound),
                   report={**report, "goal": {"id": goal.id, "label": goal.label}})
 
 
