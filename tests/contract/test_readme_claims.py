@@ -1,8 +1,8 @@
 """The README's checkable statements against the code they describe (issue 38.3): the tool and alias counts, each
-profile's size on the wire, the aliases, the resources and prompts, the settings' variables and defaults, the
-commands and their flags, the hooks, the transport limits, the protocol versions, and the commands it shows that
-run offline (`contextgraph --help`, `tools`, `hooks`, `call`, the raw JSON-RPC script). A README that drifts from
-the code fails here, naming the statement."""
+profile's size on the wire, the aliases, each tool's category and stated argument bounds, the resources and
+prompts, the settings' variables and defaults, the commands and their flags, the hooks, the transport and recovery
+limits, the protocol versions, and the commands it shows that run offline (`contextgraph --help`, `tools`,
+`hooks`, `call`, the raw JSON-RPC script). A README that drifts from the code fails here, naming the statement."""
 
 import json
 import os
@@ -108,6 +108,32 @@ def test_the_aliases_paragraph_is_the_registrys():
     assert pairs == REGISTRY["all"].aliases
 
 
+def schema_bounds(node: dict) -> tuple[float, float] | None:
+    """(low, high) of a number's, a string's length or an array's size, looking inside anyOf (optional args)."""
+    for candidate in (node, *node.get("anyOf", [])):
+        for low, high in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems")):
+            if low in candidate and high in candidate:
+                return float(candidate[low]), float(candidate[high])
+    return None
+
+
+def test_the_tool_reference_states_each_tools_category_and_bounds():
+    everything = REGISTRY["all"]
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| (.*) \|$", section("Tool reference"), re.M)
+    assert {name for name, _, _ in rows} == set(everything.specs)
+    wrong = {}
+    for name, category, text in rows:
+        if category != everything.specs[name].category:
+            wrong[name] = f"category {category}, registered {everything.specs[name].category}"
+        properties = everything.input_schemas[name].get("properties", {})
+        # "`limit` 1–100", "`top_k`/`topK` 1–100", "(`max_hops` 1–10": an argument and the range it accepts
+        for arg, low, high in re.findall(r"`(\w+)`(?:/`\w+`)? \(?(-?\d+(?:\.\d+)?)[–-](-?\d+(?:\.\d+)?)", text):
+            bounds = schema_bounds(properties[arg]) if arg in properties else None
+            if bounds != (float(low), float(high)):
+                wrong[f"{name}.{arg}"] = f"README {low}–{high}, schema {bounds}"
+    assert wrong == {}
+
+
 async def test_resources_and_prompts_are_what_the_server_offers(app):
     text = section("Resources and prompts")
     resources = set(re.findall(r"^\| `(contextgraph://[^`]+)`", text, re.M))
@@ -172,8 +198,11 @@ MIB = 1 << 20
     (r"at most (\d+) TCP connections are served at once", C.get("transport.tcp_max_connections")),
     (r"head must arrive within (\d+) s", C.get("transport.http_head_seconds")),
     (r"its body within (\d+) s \(408\)", C.get("transport.http_body_seconds")),
+    (r"curation with (\d+)-day undo", C.get("curation.recovery_window_days")),
+    (r"fingerprint and edges for (\d+) days and a `reversal_hash`", C.get("curation.recovery_window_days")),
+    (r"within `memory\.retry_window_seconds` \((\d+)\)", C.get("memory.retry_window_seconds")),
 ])
-def test_a_transport_limit_is_the_constitutions(statement, value):
+def test_a_stated_limit_is_the_constitutions(statement, value):
     assert float(claim(statement).group(1)) == value
 
 
