@@ -286,3 +286,24 @@ def test_contextgraph_call_runs_in_process_when_no_server_listens(tmp_path):
     payload = json.loads(done.stdout)
     assert payload["results"][0]["name"] == "get_system_logs"
     assert_fresh_store_pulse(payload["_cognitive_pulse"])
+
+
+def test_every_file_and_folder_the_layout_names_exists():
+    block = re.search(r"```\n(.*?)```", section("Layout"), re.S)
+    assert block, "the layout is gone"
+    package = ROOT / "src" / "contextgraph"
+    files = set(re.findall(r"\b(\w+\.(?:py|js|css|html|yaml))\b", block.group(1)))
+    # "engine/ (the cognitive state", "static/ (index.html": a folder is a name, a slash, then a space or a stop
+    folders = set(re.findall(r"\b([a-z_]+)/(?=[\s,)])", block.group(1))) - {"src", "contextgraph"}
+    missing = {name for name in files if not any(package.rglob(name)) and not (ROOT / name).exists()}
+    missing |= {f"{name}/" for name in folders if not any(p.is_dir() for p in package.rglob(name))}
+    assert missing == set()
+
+
+def test_the_layout_names_every_package_and_top_level_module():
+    text = section("Layout")
+    package = ROOT / "src" / "contextgraph"
+    folders = {path.name for path in package.rglob("*") if path.is_dir() and path.name != "__pycache__"}
+    modules = {path.name for path in package.glob("*.py") if not path.name.startswith("__")}
+    unnamed = {f"{name}/" for name in folders if f"{name}/" not in text} | {m for m in modules if m not in text}
+    assert unnamed == set(), "parts of the package the README's layout does not name"
