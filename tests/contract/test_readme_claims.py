@@ -307,3 +307,14 @@ def test_the_layout_names_every_package_and_top_level_module():
     modules = {path.name for path in package.glob("*.py") if not path.name.startswith("__")}
     unnamed = {f"{name}/" for name in folders if f"{name}/" not in text} | {m for m in modules if m not in text}
     assert unnamed == set(), "parts of the package the README's layout does not name"
+
+
+def test_every_repository_path_the_readme_names_exists():
+    """`benchmarks/bench_cold_start.py`, `services/memory/bulk_import.py`, `test_storage.py`: a file the README
+    sends a reader to is there (placeholders such as DIR/… and a user's manifest.md are not the repository's)."""
+    named = {token for token in re.findall(r"`([\w./*-]+)`", README)
+             if re.search(r"\.(py|yaml|md|sh)$", token) and not re.match(r"[A-Z]+/", token)} - {"manifest.md"}
+    places = (ROOT, ROOT / "src" / "contextgraph")
+    missing = {token for token in named
+               if not any(any(place.glob(token)) for place in places) and not any(ROOT.rglob(token))}
+    assert missing == set()
