@@ -27,6 +27,7 @@ import numpy as np
 from contextgraph.constitution import Constitution
 from contextgraph.errors import DreamError
 from contextgraph.log import get_logger
+from contextgraph.services.dreams import co_retrieval
 from contextgraph.services.dreams import dream_links as links
 from contextgraph.services.dreams import dream_phases as phases
 from contextgraph.services.dreams.dream_triggers import DreamTriggers
@@ -63,6 +64,7 @@ class DreamService(DreamTriggers):
         self.cognition = cognition
         self.activity = activity
         self.shortcuts = ShortcutTracker(constitution)
+        self.co_retrieval = co_retrieval.CoRetrieval(constitution)
         self.state = "Awake"
         self.phase_started: float | None = None
         self.phase_seconds = 0.0
@@ -209,7 +211,7 @@ class DreamService(DreamTriggers):
         self._wake_requested = None
         self.current = {"dream_id": f"dream-{int(time.time() * 1000)}", "phase": phase, "reason": reason,
                         "started_at": time.time(), "phases_run": [], "cues_replayed": 0, "edges_strengthened": 0,
-                        "edges_weakened": 0, "walks": 0,
+                        "edges_weakened": 0, "co_retrieved_edges_strengthened": 0, "walks": 0,
                         "blind_spot_edges": [], "shortcut_edges": [], "shared_name_edges": [],
                         "transactions": 0, "replay_queue_drained": 0, "aborted": False}
         self.state = PHASES[phase][0]  # dreaming from now on: the task starts with this phase
@@ -265,6 +267,12 @@ class DreamService(DreamTriggers):
         interval = 60.0 / float(self.nrem["cues_per_minute"]) * batch
         pool = await anyio.to_thread.run_sync(phases.replay_pool, store, max(int(self.nrem["recent_window"]) * 4, 256))
         self.memories_at_last_dream = await anyio.to_thread.run_sync(store.count)
+        together = self.co_retrieval.drain()  # first: what the agent retrieved together (services.co_retrieval)
+        if together:
+            up, touched = await self.storage.writer.submit(co_retrieval.commit, store, together, self.rule)
+            self._edges_changed(touched)
+            report["transactions"] += 1
+            report["co_retrieved_edges_strengthened"] += up
         while time.monotonic() < deadline and pool:
             queued = self.workspace.drain_replay(batch)
             report["replay_queue_drained"] += len(queued)
@@ -336,7 +344,8 @@ class DreamService(DreamTriggers):
     def to_doc(self) -> dict[str, Any]:
         self.dirty = False
         return {"reports": list(self.reports), "last_dream_end": self.last_dream_end,
-                "memories_at_last_dream": self.memories_at_last_dream, "shortcuts": self.shortcuts.to_doc()}
+                "memories_at_last_dream": self.memories_at_last_dream, "shortcuts": self.shortcuts.to_doc(),
+                "co_retrieval": self.co_retrieval.to_doc()}
 
     def load_doc(self, doc: dict[str, Any]) -> None:
         self.reports.clear()
@@ -344,8 +353,9 @@ class DreamService(DreamTriggers):
         self.last_dream_end = doc.get("last_dream_end")
         self.memories_at_last_dream = int(doc.get("memories_at_last_dream", -1))
         self.shortcuts.load_doc(doc.get("shortcuts") or {})
+        self.co_retrieval.load_doc(doc.get("co_retrieval") or [])
         self.dirty = False
 
     @property
     def needs_save(self) -> bool:
-        return self.dirty or self.shortcuts.dirty
+        return self.dirty or self.shortcuts.dirty or self.co_retrieval.dirty
