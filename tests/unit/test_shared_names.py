@@ -38,3 +38,16 @@ def test_a_shared_causal_neighbour_counts_as_a_shared_name():
     names = with_causal_neighbours({"a": set(), "b": set(), "c": set(), "d": set()}, {"a": {"x"}, "b": {"x"}})
     (p,) = propose(names, lambda a, b: False, 0.05, 8, min_evidence=0.0)
     assert (p.a, p.b, p.shared) == ("a", "b", ("causal:x",))
+
+
+def test_a_wake_request_stops_the_name_extraction_between_memories():
+    texts = {f"m{i}": f"ledger-sync note {i} by Tomás" for i in range(50)}
+    looks = []
+
+    def stop():
+        looks.append(1)
+        return len(looks) > 3
+
+    assert names_by_memory(texts, stop) == {}
+    assert len(looks) == 4  # it looked before each memory and stopped at the fourth
+    assert names_by_memory(texts)["m0"] == {"ledger-sync", "tomás"}

@@ -301,7 +301,7 @@ class DreamService(DreamTriggers):
                                               int(self.rem["dimensions"]), float(self.rem["curvature"]))
         if ball is not None and not self._stop.is_set():  # once, before the walks (services.dreams.dream_links)
             planned = await anyio.to_thread.run_sync(links.plan, store, ball, self.link_settings,
-                                                     float(self.rem["curvature"]))
+                                                     float(self.rem["curvature"]), self._stop.is_set)
             if planned and not self._stop.is_set():
                 await self._commit(report, "shared_name_edges", links.commit, store, planned, self.link_settings)
         while time.monotonic() < deadline and ball is not None:

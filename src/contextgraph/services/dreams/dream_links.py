@@ -6,7 +6,7 @@ as one operation by restore_from_hash. Plain functions: the read in a worker thr
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from contextgraph.services.dreams.shared_names import names_by_memory, propose, 
 from contextgraph.storage.base import Edge, GraphTxn, MemoryStore
 
 PROVENANCE = "dream"
+_RANK_BATCH = 32  # pairs ranked between two looks at the wake request (each end: one row of ball distances)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +50,11 @@ class Link:
                 "evidence": self.evidence, "walk_rank": round(self.walk_rank, 4)}
 
 
-def plan(store: MemoryStore, ball: Ball, settings: Settings, curvature: float) -> list[Link]:
+def plan(store: MemoryStore, ball: Ball, settings: Settings, curvature: float,
+         stop: Callable[[], bool] = lambda: False) -> list[Link]:
     """The links this dream would make among the ball's memories, those the walk supports most first, at most
-    max_links."""
+    max_links; [] once `stop` says so (checked between memories and between batches of pairs, so that a wake
+    request ends the step within milliseconds: docs/engine.md#dreams)."""
 
     def read(g: GraphTxn) -> tuple[dict[str, str], dict[str, set[str]], dict[str, set[str]]]:
         texts: dict[str, str] = {}
@@ -69,14 +72,17 @@ def plan(store: MemoryStore, ball: Ball, settings: Settings, curvature: float) -
         return texts, causal, linked
 
     texts, causal, linked = store.graph_read(read)
-    names = with_causal_neighbours(names_by_memory(texts), causal)
+    names = with_causal_neighbours(names_by_memory(texts, stop), causal)
     proposals = propose(names, lambda a, b: b in linked.get(a, set()), settings.max_share, settings.min_common,
                         settings.min_evidence)
-    if not proposals:
-        return []
-    ranks = kernels.walk_rank(ball.points, [(ball.index[p.a], ball.index[p.b]) for p in proposals], curvature)
-    kept = [Link(p.a, p.b, p.shared, p.evidence, float(r))
-            for p, r in zip(proposals, ranks) if r <= settings.max_walk_rank]
+    kept: list[Link] = []
+    for start in range(0, len(proposals), _RANK_BATCH):
+        if stop():
+            return []
+        batch = proposals[start : start + _RANK_BATCH]
+        ranks = kernels.walk_rank(ball.points, [(ball.index[p.a], ball.index[p.b]) for p in batch], curvature)
+        kept += [Link(p.a, p.b, p.shared, p.evidence, float(r))
+                 for p, r in zip(batch, ranks) if r <= settings.max_walk_rank]
     return sorted(kept, key=lambda k: (k.walk_rank, -k.evidence))[: settings.max_links]
 
 

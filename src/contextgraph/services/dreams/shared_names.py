@@ -65,11 +65,15 @@ def lower_case_words(text: str) -> set[str]:
     return {m.group(0) for m in _LOWER_WORD.finditer(text) if m.group(0)[0].islower()}
 
 
-def names_by_memory(texts: Mapping[str, str]) -> dict[str, set[str]]:
-    """Each memory's names (module docstring), the lower-case test taken over all of `texts`."""
-    found = {memory_id: candidate_names(text) for memory_id, text in texts.items()}
+def names_by_memory(texts: Mapping[str, str], stop: Callable[[], bool] = lambda: False) -> dict[str, set[str]]:
+    """Each memory's names (module docstring), the lower-case test taken over all of `texts`; {} as soon as
+    `stop` says so (checked between memories: a dream wakes within one memory's text)."""
+    found: dict[str, tuple[set[str], set[str]]] = {}
     ordinary: set[str] = set()
-    for text in texts.values():
+    for memory_id, text in texts.items():
+        if stop():
+            return {}
+        found[memory_id] = candidate_names(text)
         ordinary |= lower_case_words(text)
     return {memory_id: whole | {w for w in capitalised if w not in ordinary and len(w) > 1 and not _ROMAN.match(w)}
             for memory_id, (whole, capitalised) in found.items()}
