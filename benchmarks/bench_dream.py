@@ -146,8 +146,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await dream.trigger("full", force=True)
     await dream.until_awake()
     report = dict(dream.reports[-1])
-    for key in ("blind_spot_edges", "shortcut_edges"):
-        report[key + "_count"] = len(report.pop(key))
+    for key in ("blind_spot_edges", "shortcut_edges", "shared_name_edges"):
+        report[key + "_count"] = len(report.pop(key, []))
     result["dream"] = {**report, "wall_s": round(perf() - started, 1)}
     log(f"dream: {result['dream']}")
     e8 = app.services.storage.e8

@@ -196,6 +196,25 @@ def blind_spots(visited: Sequence[str], semantic_distance: Callable[[str, str], 
     return out
 
 
+def walk_rank(points: np.ndarray, pairs: Sequence[tuple[int, int]], curvature: float = -1.0) -> np.ndarray:
+    """How strongly the walk supports each pair (i, j): the share of the other memories the walk is likelier to
+    head for from i than j (or from j than i, whichever is smaller), in [0, 1). The walk draws its next target
+    by softmax(−d/T), so this is the share nearer in the ball, whatever the temperature; 0 when each is the
+    other's likeliest target. A share, not a probability, so that it means the same on a store of fifty
+    memories, all close together, as on one of five hundred."""
+    n = len(points)
+    if not pairs or n < 3:
+        return np.zeros(len(pairs))
+    ends = sorted({k for pair in pairs for k in pair})
+    distances = {i: distance(points[i], points, curvature) for i in ends}
+
+    def share(i: int, j: int) -> float:
+        d = distances[i]
+        return float(np.count_nonzero(d < d[j]) - 1) / (n - 2)  # less i itself (at distance 0)
+
+    return np.array([min(share(i, j), share(j, i)) for i, j in pairs])
+
+
 # -- amortized shortcuts -----------------------------------------------------------------------------------
 def sub_paths(path: Sequence[str], min_hops: int) -> Iterable[tuple[str, ...]]:
     """Every contiguous sub-path of `path` with at least `min_hops` hops and no repeated node."""

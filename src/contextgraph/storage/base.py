@@ -262,8 +262,9 @@ class Edge:
     amortized_shortcut: bool = False  # a dream-created direct edge standing for a multi-hop path
     steering_reward: float = 0.0  # in [-1, 1]
     created_at: float = 0.0
-    provenance: str = ""  # who made it when not the store's own rules: "dream" (a REM blind spot), "dream_shortcut"
-    # (a path's shortcut); or the evidence of an explicit causal link, "cue: because" (services/memory/causal_links)
+    provenance: str = ""  # who made it when not the store's own rules: "dream" (a REM blind spot), "dream: shares
+    # billing-api" (REM's shared-name link), "dream_shortcut" (a path's shortcut); or the evidence of an explicit
+    # causal link, "cue: because" (services/memory/causal_links)
 
     def other(self, node: str) -> str:
         return self.target if node == self.source else self.source

@@ -52,8 +52,8 @@ TOOLS = (
     ToolSpec(
         "trigger_dream",
         "dream",
-        "Start a dream: NREM replays recent memories (Hebbian edge updates), REM links blind spots. Runs in the "
-        "background; any memory operation wakes it.",
+        "Start a dream: NREM replays recent memories (Hebbian edge updates), REM links memories naming the same "
+        "thing and blind spots. Runs in the background; any memory operation wakes it.",
         TriggerArgs,
         trigger_dream,
         keywords=("dream", "consolidate", "sleep", "replay", "nrem", "rem", "hebbian"),

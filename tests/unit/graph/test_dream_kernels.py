@@ -128,3 +128,24 @@ def test_shortcut_confidence_and_weight():
     assert d.shortcut_confidence(4, 5, 0.7) == pytest.approx(0.7)  # capped: the count gates, not the confidence
     assert d.shortcut_confidence(0, 5, 0.7) == 0.0
     assert d.path_weight([0.5, 0.8, 0.9]) == pytest.approx(0.36)
+
+
+def test_walk_rank_is_the_share_of_others_nearer_in_the_ball_from_the_closer_side():
+    rng = np.random.default_rng(7)
+    points = d.clip_to_ball(d.exp0(rng.normal(size=(12, 4)) * 0.4))
+    pairs = [(0, 1), (2, 9), (5, 5 + 1)]
+    got = d.walk_rank(points, pairs)
+    for (i, j), share in zip(pairs, got):
+        def nearer(a, b):
+            dist = d.distance(points[a], points)
+            return sum(1 for k in range(12) if k not in (a, b) and dist[k] < dist[b]) / 10
+        assert share == pytest.approx(min(nearer(i, j), nearer(j, i)))
+    assert 0.0 <= got.min() and got.max() < 1.0
+
+
+def test_walk_rank_is_zero_for_each_others_nearest_and_ignores_the_scale():
+    points = np.array([[0.0, 0.0], [0.01, 0.0], [0.3, 0.3], [-0.3, 0.2], [0.1, -0.4]])
+    assert d.walk_rank(points, [(0, 1)])[0] == 0.0
+    far = d.walk_rank(points, [(2, 3)])[0]
+    assert far > 0.0
+    assert d.walk_rank(points * 0.1, [(2, 3)])[0] == pytest.approx(far)  # a tighter store, the same ranks

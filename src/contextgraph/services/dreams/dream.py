@@ -9,12 +9,7 @@ store's one writer (each commit one small transaction: services.dream_phases); b
 wake event, so a wake request stops it after at most the step in flight. What was committed stays: an abort or
 a kill never loses an applied update and never leaves half of one.
 
-Triggers (when `auto` is on: `serve`, not one-shot calls or tests): an identity-continuity fall below 0.5 or
-the meta-cognition's request (the cognitive state's requests), entropy above 0.7 for 5 minutes, or activity
-below 0.15 after idle_seconds without a memory operation; never with a request in flight, never while the store's
-operation log is still growing (a bulk load, another process writing to the same data directory: the log must
-have stood still for idle_seconds), never sooner than min_interval_seconds after the last dream, and only with
-something new to consolidate.
+When a dream starts by itself (`auto` on): services.dreams.dream_triggers (docs/engine.md#triggers).
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
@@ -32,7 +27,10 @@ import numpy as np
 from contextgraph.constitution import Constitution
 from contextgraph.errors import DreamError
 from contextgraph.log import get_logger
+from contextgraph.services.dreams import co_retrieval
+from contextgraph.services.dreams import dream_links as links
 from contextgraph.services.dreams import dream_phases as phases
+from contextgraph.services.dreams.dream_triggers import DreamTriggers
 from contextgraph.services.dreams.shortcuts import ShortcutTracker
 from contextgraph.services.dreams.shortcuts import describe as describe_shortcuts
 from contextgraph.services.engine.activity import ActivityMonitor
@@ -45,7 +43,7 @@ PHASES = {"nrem": ("NREM",), "rem": ("REM",), "full": ("NREM", "REM")}
 DOCUMENT = "dream_state"
 
 
-class DreamService:
+class DreamService(DreamTriggers):
     def __init__(self, constitution: Constitution, storage: StoreHandle, workspace: WorkspaceService,
                  cognition: CognitiveState, activity: ActivityMonitor, auto: bool = False) -> None:
         d = constitution["dream"]
@@ -55,6 +53,7 @@ class DreamService:
         h = d["hebbian"]
         self.rule = phases.Hebbian(float(h["eta"]), float(h["decay"]), float(h["floor"]), float(h["cap"]))
         self.rem = dict(d["rem"])
+        self.link_settings = links.Settings.of(self.rem)
         self.nrem = dict(d["nrem"])
         self.walks = dict(d["rem_walks"])
         self.triggers = {k: float(v) for k, v in d["triggers"].items()}
@@ -65,6 +64,7 @@ class DreamService:
         self.cognition = cognition
         self.activity = activity
         self.shortcuts = ShortcutTracker(constitution)
+        self.co_retrieval = co_retrieval.CoRetrieval(constitution)
         self.state = "Awake"
         self.phase_started: float | None = None
         self.phase_seconds = 0.0
@@ -211,7 +211,8 @@ class DreamService:
         self._wake_requested = None
         self.current = {"dream_id": f"dream-{int(time.time() * 1000)}", "phase": phase, "reason": reason,
                         "started_at": time.time(), "phases_run": [], "cues_replayed": 0, "edges_strengthened": 0,
-                        "edges_weakened": 0, "walks": 0, "blind_spot_edges": [], "shortcut_edges": [],
+                        "edges_weakened": 0, "co_retrieved_edges_strengthened": 0, "walks": 0,
+                        "blind_spot_edges": [], "shortcut_edges": [], "shared_name_edges": [],
                         "transactions": 0, "replay_queue_drained": 0, "aborted": False}
         self.state = PHASES[phase][0]  # dreaming from now on: the task starts with this phase
         self.phase_started, self.phase_seconds = time.monotonic(), self._seconds(self.state)
@@ -266,6 +267,12 @@ class DreamService:
         interval = 60.0 / float(self.nrem["cues_per_minute"]) * batch
         pool = await anyio.to_thread.run_sync(phases.replay_pool, store, max(int(self.nrem["recent_window"]) * 4, 256))
         self.memories_at_last_dream = await anyio.to_thread.run_sync(store.count)
+        together = self.co_retrieval.drain()  # first: what the agent retrieved together (services.co_retrieval)
+        if together:
+            up, touched = await self.storage.writer.submit(co_retrieval.commit, store, together, self.rule)
+            self._edges_changed(touched)
+            report["transactions"] += 1
+            report["co_retrieved_edges_strengthened"] += up
         while time.monotonic() < deadline and pool:
             queued = self.workspace.drain_replay(batch)
             report["replay_queue_drained"] += len(queued)
@@ -292,12 +299,13 @@ class DreamService:
         interval = 60.0 / float(self.walks["walks_per_minute"])
         ball = await anyio.to_thread.run_sync(phases.build_ball, store, int(self.walks["sample"]),
                                               int(self.rem["dimensions"]), float(self.rem["curvature"]))
+        if ball is not None and not self._stop.is_set():  # once, before the walks (services.dreams.dream_links)
+            planned = await anyio.to_thread.run_sync(links.plan, store, ball, self.link_settings,
+                                                     float(self.rem["curvature"]), self._stop.is_set)
+            if planned and not self._stop.is_set():
+                await self._commit(report, "shared_name_edges", links.commit, store, planned, self.link_settings)
         while time.monotonic() < deadline and ball is not None:
-            made = await self.storage.writer.submit(phases.commit_shortcuts, store, self.shortcuts, 8)
-            if made:
-                report["transactions"] += 1
-                report["shortcut_edges"].extend(made)
-                self._edges_changed(x for e in made if e.get("created") for x in (e["source"], e["target"]))
+            await self._commit(report, "shortcut_edges", phases.commit_shortcuts, store, self.shortcuts, 8)
             result = await anyio.to_thread.run_sync(phases.rem_walk, store, ball, self._rng, self.rem,
                                                     self._stop.is_set)
             report["walks"] += 1
@@ -306,68 +314,26 @@ class DreamService:
             if self._stop.is_set():
                 return
             if result.blind_spots:
-                linked = await self.storage.writer.submit(phases.commit_blind_spots, store, result.blind_spots,
-                                                          self.rem)
-                report["transactions"] += 1
-                report["blind_spot_edges"].extend(linked)
-                self._edges_changed(x for e in linked for x in (e["source"], e["target"]))
+                await self._commit(report, "blind_spot_edges", phases.commit_blind_spots, store, result.blind_spots,
+                                   self.rem)
             if await self._pause(min(interval, deadline - time.monotonic())):
                 return
+
+    async def _commit(self, report: dict[str, Any], key: str, commit: Callable[..., list[dict[str, Any]]],
+                      *args: Any) -> None:
+        """One write transaction of new edges on the writer; the edges it made (those with created false were
+        there already) go to the report under `key`, their ends to the E8 refresh."""
+        made = await self.storage.writer.submit(commit, *args)
+        if made:
+            report["transactions"] += 1
+            report[key].extend(made)
+            self._edges_changed(x for e in made if e.get("created", True) for x in (e["source"], e["target"]))
 
     def _edges_changed(self, memory_ids: Iterable[str]) -> None:
         """Their E8 (graph space) mixes their neighbours by edge weight: queue its refresh (services.e8_refresh)."""
         ids = list(memory_ids)
         if ids:
             self.storage.refresh_e8(ids)
-
-    # -- automatic triggers ----------------------------------------------------------------------------------
-    def ensure_monitor(self) -> None:
-        if not self.auto or (self._monitor is not None and not self._monitor.done()):
-            return
-        try:
-            self._monitor = asyncio.get_running_loop().create_task(self._watch())
-        except RuntimeError:  # no loop (a synchronous caller): the next async call starts it
-            return
-
-    def due(self) -> str | None:
-        """Why a dream should start now, or None."""
-        a, t = self.auto_settings, self.triggers
-        if self.dreaming or self.activity.in_flight or self.activity.bulk_loads:
-            return None
-        if self.last_dream_end is not None and time.time() - self.last_dream_end < float(a["min_interval_seconds"]):
-            return None
-        if not self.storage.is_open:
-            return None
-        # the store's operation log still growing (a bulk load, another server process on this data directory):
-        # not idle, whatever this process's own calls say
-        seq, now = self.storage.store.last_seq(), time.monotonic()
-        if seq != self._seen_seq:
-            self._seen_seq, self._seq_changed_at = seq, now
-        if self._seq_changed_at is not None and now - self._seq_changed_at < float(a["idle_seconds"]):
-            return None
-        if self.storage.store.count() == self.memories_at_last_dream and not self.workspace.replay_queue:
-            return None  # nothing new to consolidate
-        if self.pending_requests:
-            return f"requested: {self.pending_requests.popleft().get('reason')}"
-        since = self.cognition.high_entropy_since
-        if since is not None and time.monotonic() - since >= t["entropy_seconds"]:
-            return f"entropy above {t['entropy']} for {t['entropy_seconds']:.0f} s"
-        idle = self.activity.idle_seconds()
-        if idle is not None and idle >= float(a["idle_seconds"]) and self.activity.level() < t["idle_activity"]:
-            return f"idle: activity {self.activity.level():.3f} < {t['idle_activity']}"
-        return None
-
-    async def _watch(self) -> None:
-        while True:
-            await asyncio.sleep(float(self.auto_settings["check_seconds"]))
-            try:
-                # due() reads the store (its last seq and count): a network round trip on PostgreSQL, so off the loop
-                reason = await anyio.to_thread.run_sync(self.due)
-                if reason is not None:
-                    _log.info("dream triggered", reason=reason)
-                    self._start("full", reason)
-            except Exception:
-                _log.exception("dream trigger check failed")
 
     async def close(self) -> None:
         if self._monitor is not None:
@@ -378,7 +344,8 @@ class DreamService:
     def to_doc(self) -> dict[str, Any]:
         self.dirty = False
         return {"reports": list(self.reports), "last_dream_end": self.last_dream_end,
-                "memories_at_last_dream": self.memories_at_last_dream, "shortcuts": self.shortcuts.to_doc()}
+                "memories_at_last_dream": self.memories_at_last_dream, "shortcuts": self.shortcuts.to_doc(),
+                "co_retrieval": self.co_retrieval.to_doc()}
 
     def load_doc(self, doc: dict[str, Any]) -> None:
         self.reports.clear()
@@ -386,8 +353,9 @@ class DreamService:
         self.last_dream_end = doc.get("last_dream_end")
         self.memories_at_last_dream = int(doc.get("memories_at_last_dream", -1))
         self.shortcuts.load_doc(doc.get("shortcuts") or {})
+        self.co_retrieval.load_doc(doc.get("co_retrieval") or [])
         self.dirty = False
 
     @property
     def needs_save(self) -> bool:
-        return self.dirty or self.shortcuts.dirty
+        return self.dirty or self.shortcuts.dirty or self.co_retrieval.dirty

@@ -263,7 +263,7 @@ def public_report(report: dict[str, Any] | None) -> dict[str, Any] | None:
     if report is None:
         return None
     out = dict(report)
-    for key in ("blind_spot_edges", "shortcut_edges"):
+    for key in ("blind_spot_edges", "shortcut_edges", "shared_name_edges"):
         items = out.get(key, [])
         out[key + "_count"] = len(items)
         out[key] = items[-10:]
