@@ -11,7 +11,7 @@ Every question is asked of the retriever itself (stages 1-5, the query embedded 
 and stage4="filter" (the earlier stage 4), and with the star and the re-rank at several bounds β. Reported per
 topic: recall@10 (the share of questions whose document is in the top 10) and MRR@10, on the tune half (where the
 bounds β that keep the minor recall ≥ 0.98× and the major ≥ 1.0× its no-star value are listed) and the test half.
-`--size N` adds unlabelled filler (functions of numpy, torch and others) up to N memories first.
+`--size N` adds unlabelled filler (functions of numpy, torch, sympy and others) up to N memories first.
 
 Run: .venv/bin/python benchmarks/bench_purpose_topics.py [--configs code+notes,two-projects,late-minor]
                                                           [--size 10000] [--out FILE]
@@ -99,7 +99,7 @@ async def store_all(app: Any, pairs: list[Pair]) -> list[str]:
 
 
 def filler(n: int) -> list[tuple[str, str]]:
-    pairs = functions("numpy", "torch/nn", "torch/optim", "pandas", "pygments", "rich")
+    pairs = functions("numpy", "torch", "sympy", "hypothesis", "huggingface_hub", "narwhals")
     return [(p.document[:4000], "code") for p in random.Random(SEED).sample(pairs, min(n, len(pairs)))]
 
 

@@ -254,10 +254,9 @@ class Retriever:
             plain, _ = self._select(fused, scores, head, min_similarity, top_k, mod.score_exponent)
             dropped = None if stage.keep is None else np.flatnonzero(~stage.keep)
             report = describe(stage, plain, chosen, dropped, self._ids_of(seqs), fused)
-        alignments = star_alignments(stage, self.purpose, self.embedders, seqs, docs, chosen)
-
         found: list[Found] = []
         records = self.store.get_by_seq([seqs[i] for i in chosen])
+        alignments = star_alignments(stage, self.purpose, self.embedders, seqs, docs, chosen, records)
         references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
         similarities = context_similarities(self.embedders, query, columns.take(chosen))  # [chosen, 13]
         agreements = context_agreements(similarities, list(references.T))

@@ -23,6 +23,7 @@ import numpy as np
 from contextgraph.embedders.base import Embedder
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.services.memory.purpose_port import StarAlignment
+from contextgraph.storage.base import MemoryRecord
 from contextgraph.teleology.goals import goal_alignments, query_goal, rerank_factors
 
 SEMANTIC = 1
@@ -73,14 +74,24 @@ def plan(view: StarAlignment | None, mode: str | None, embedders: dict[int, Embe
 
 
 def star_alignments(stage: Stage4, view: StarAlignment | None, embedders: dict[int, Embedder], seqs: list[int],
-                    docs: Sequence[Fingerprint], chosen: list[int]) -> dict[int, float] | None:
-    """The chosen candidates' alignments to the star ({candidate index: alignment}), None without a star."""
+                    docs: Sequence[Fingerprint], chosen: list[int],
+                    records: Sequence[MemoryRecord | None]) -> dict[int, float] | None:
+    """The chosen candidates' alignments to the star ({candidate index: alignment}), None without a star: the
+    filter's, else the one stored with each record under this star (its purpose), else measured."""
     if view is None:
         return None
     if stage.alignments is not None:
         return {i: float(stage.alignments[i]) for i in chosen}
-    measured = view.alignments_of_seqs(embedders, [seqs[i] for i in chosen], [docs[i] for i in chosen])
-    return dict(zip(chosen, measured.tolist()))
+    out: dict[int, float] = {}
+    for i, record in zip(chosen, records):
+        purpose = None if record is None else record.extra.get("purpose")
+        if purpose and purpose.get("star") == view.id:
+            out[i] = float(purpose["alignment"])
+    missing = [i for i in chosen if i not in out]
+    if missing:
+        measured = view.alignments_of_seqs(embedders, [seqs[i] for i in missing], [docs[i] for i in missing])
+        out.update(zip(missing, measured.tolist()))
+    return out
 
 
 def _rerank(view: StarAlignment, query: Fingerprint, e1: np.ndarray, bound: float) -> Stage4:
