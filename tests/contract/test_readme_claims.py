@@ -318,3 +318,13 @@ def test_every_repository_path_the_readme_names_exists():
     missing = {token for token in named
                if not any(any(place.glob(token)) for place in places) and not any(ROOT.rglob(token))}
     assert missing == set()
+
+
+def test_the_instructions_tool_states_its_own_size():
+    """get_system_instructions' description says how many tokens its text is: that number follows the text."""
+    from contextgraph.tools.metacog import system_instructions
+
+    description = REGISTRY["all"].specs["get_system_instructions"].description
+    stated = int(re.search(r"~(\d+) tokens", description).group(1))  # pyright: ignore[reportOptionalMemberAccess]
+    actual = len(system_instructions().encode()) / BYTES_PER_TOKEN
+    assert abs(stated - actual) <= 0.15 * actual, f"the description says ~{stated} tokens, the text is ~{actual:.0f}"

@@ -113,7 +113,7 @@ TOOLS = (
     ToolSpec(
         "get_system_instructions",
         "metacog",
-        "Get the mental model of this memory server (~300 tokens): what a memory is, how to search and curate, "
+        "Get the mental model of this memory server (~400 tokens): what a memory is, how to search and curate, "
         "and how to act on the cognitive pulse. Keep it in your context.",
         InstructionsArgs,
         get_system_instructions,
