@@ -100,7 +100,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock,
                                     threshold_source=lambda: thresholds.value("theta_warn"))
     listeners = MemoryListeners(
-        after_store=[steering.on_store, on_store(meta_learning, storage)],
+        after_store=[steering.on_store, on_store(meta_learning, storage), purpose.goals.after_store],
         after_search=[lambda found: None if found else neuromodulation.empty_search()],
         after_results=[on_results(thresholds, workspace),  # and what was retrieved together, for NREM
                        lambda _query, found: dream.co_retrieval.record([f.record.id for f in found.found])],

@@ -157,6 +157,7 @@ class MemoryService:
         purpose = None
         if self.teleology is not None:
             self.teleology.use_embedders(pipeline.embedders)
+            self.teleology.refresh()  # another process may have set a star (a store read: this is a worker thread)
             purpose = self.teleology.star_view()
         retriever = Retriever(store, indexes, pipeline.embedders, self.retrieval_settings, reference, purpose)
         if self.modulation is not None:

@@ -21,7 +21,11 @@ _OPERATION = {"bootstrap_service": "bootstrap", "drift_detector": "drift", "drif
 
 async def autonomous_status(autonomous: AutonomousService, include_metrics: bool, include_history: bool,
                             history_count: int) -> dict[str, Any]:
-    count = await autonomous.storage.read(lambda store: store.count())
+    def read(store: Any) -> int:
+        autonomous.teleology.refresh()  # another process may have set a star since
+        return store.count()
+
+    count = await autonomous.storage.read(read)
     state = autonomous.teleology.state()
     star = state.get("star")
     minimum = int(autonomous.settings["min_memories"])

@@ -12,6 +12,7 @@ from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.purpose.autonomous import AutonomousService
 from contextgraph.services.purpose.autonomous_curation import AutonomousCuration
+from contextgraph.services.purpose.goal_refresh import GoalRefresh
 from contextgraph.services.purpose.teleology import TeleologyService
 from contextgraph.services.purpose.teleology_profiles import TeleologyProfiles
 from contextgraph.services.purpose.teleology_search import TeleologySearch
@@ -26,6 +27,7 @@ class PurposeServices:
     search: TeleologySearch
     autonomous: AutonomousService  # bootstrap, drift, correction
     hygiene: AutonomousCuration  # pruning candidates, consolidation, sub-goals
+    goals: GoalRefresh  # new themes become stage 4's goals (an after-store listener)
 
     @classmethod
     def build(cls, storage: StoreHandle, cognition: CognitiveState, perception: Perception,
@@ -35,4 +37,4 @@ class PurposeServices:
         profiles = TeleologyProfiles(teleology, perception)
         autonomous = AutonomousService(teleology, perception, constitution, clock)
         return cls(teleology, profiles, TeleologySearch(profiles), autonomous,
-                   AutonomousCuration(autonomous, curation, constitution, clock))
+                   AutonomousCuration(autonomous, curation, constitution, clock), GoalRefresh(teleology, constitution))

@@ -14,7 +14,8 @@ memory in the same transaction (MemoryService calls `record_extra`), and recompu
 batches through the writer, when the star changes; a record whose PV belongs to another star is recomputed on
 the fly wherever it is read. Stage 4 reads the star through `star_view()` and the threshold through
 `alignment_threshold()` (one function: app.py points its source at ATC's θ_warn). Another process on the same
-store (a second server, the CLI) may set a star: the state is re-read when it is older than `REFRESH_S`.
+store (a second server, the CLI) may set a star: `refresh()`, on the search path, re-reads the state when it was
+last compared more than `REFRESH_S` ago.
 """
 
 from __future__ import annotations
@@ -140,12 +141,23 @@ class TeleologyService:
 
     # -- state -----------------------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The loaded state of the open store: reloaded when the store was reopened, and compared with the stored
-        document at most every REFRESH_S (another process may have set a star or goals since)."""
+        """The loaded state of the open store (loaded when the store was opened or reopened; `refresh` picks up
+        another process's changes)."""
+        store = self.storage.store
+        if self._loaded_from is store:  # the common case, lock-free: a save swaps in a whole new dict
+            return self._state
+        return self._adopt(store, {**empty_state(), **(store.get_document(DOCUMENT) or {})})
+
+    def refresh(self) -> None:
+        """Compare the loaded state with the stored one, at most every REFRESH_S, and adopt the stored one when it is
+        newer: another process on the same store may have set a star or goals. Reads the store: call it from a
+        worker thread (the search path does, before it asks for the star)."""
         store = self.storage.store
         if self._loaded_from is store and time.monotonic() - self._checked_at < REFRESH_S:
-            return self._state  # the common case, lock-free: a save swaps in a whole new dict
-        stored = {**empty_state(), **(store.get_document(DOCUMENT) or {})}  # read outside the lock
+            return
+        self._adopt(store, {**empty_state(), **(store.get_document(DOCUMENT) or {})})
+
+    def _adopt(self, store: MemoryStore, stored: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self._checked_at = time.monotonic()
             # adopt the stored state when it is newer: a read that raced our own save must not undo it

@@ -1,0 +1,68 @@
+"""New themes become goals without a re-bootstrap (docs/retrieval.md#stage-4-purpose).
+
+A memory near a goal's centroid joins that goal by being near it: nothing to do. A memory that aligns with no goal
+may be the start of a theme the goals do not know yet. Once `refresh_after` such memories have been stored since
+the goals were last derived, the store is clustered again in a background thread (the clustering the star came
+from) and its themes replace the goals; the north star itself stays. Until then a query about the new theme
+belongs to no goal, so stage 4 leaves its ranking alone."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from contextgraph.constitution import Constitution
+from contextgraph.fingerprint import Fingerprint
+from contextgraph.log import get_logger
+from contextgraph.services.purpose.autonomous_scan import goals_of, read_corpus, themes
+from contextgraph.services.purpose.teleology import TeleologyService
+from contextgraph.storage.base import MemoryRecord
+
+_log = get_logger("teleology")
+SEMANTIC = 1
+
+
+class GoalRefresh:
+    def __init__(self, teleology: TeleologyService, constitution: Constitution) -> None:
+        self.teleology = teleology
+        self.settings = constitution["autonomous"]
+        self.refresh_after = int(self.settings["goals"]["refresh_after"])
+        self._lock = threading.Lock()
+        self._off_goal = 0
+        self._running: threading.Thread | None = None
+
+    async def after_store(self, record: MemoryRecord, fingerprint: Fingerprint, _utl: Any) -> None:
+        """An after-store listener: counts the memories that align with no goal, and re-derives the goals in the
+        background once enough have come."""
+        view = self.teleology.star_view()
+        if view is None or view.goals is None or SEMANTIC not in fingerprint:
+            return
+        best = float(view.goals.alignments(np.asarray(fingerprint[SEMANTIC]))[0].max())
+        if best >= view.threshold:
+            return
+        with self._lock:
+            self._off_goal += 1
+            if self._off_goal < self.refresh_after or (self._running is not None and self._running.is_alive()):
+                return
+            self._off_goal = 0
+            self._running = threading.Thread(target=self.refresh, name="goal-refresh", daemon=True)
+            self._running.start()
+
+    def refresh(self) -> None:
+        """Cluster the store again and make its themes the goals (a worker thread)."""
+        try:
+            corpus = read_corpus(self.teleology.storage.store, int(self.settings["max_scan"]))
+            if len(corpus) < int(self.settings["subgoals"]["min_memories"]):
+                return
+            t = themes(corpus, 2, int(self.settings["subgoals"]["k_max"]), self.settings)
+            self.teleology.set_goals(goals_of(corpus, t), "new theme")
+        except Exception:  # a closed store mid-pass: the goals stay as they were
+            _log.exception("re-deriving the goals failed")
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for a running refresh (tests, shutdown)."""
+        running = self._running
+        if running is not None:
+            running.join(timeout)
