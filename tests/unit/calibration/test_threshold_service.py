@@ -67,23 +67,20 @@ def test_level1_moves_each_observation_and_logs_why() -> None:
     assert entry["level"] == 1 and entry["domain"] == "Code" and "a refuted merge" in entry["reason"]
 
 
-def test_offers_resolve_when_used_and_expire_unused() -> None:
+def test_a_use_resolves_its_predictions_and_the_results_ranked_above_it_expire_as_skipped() -> None:
     s, clock = service()
-    a, b, c = "a" * 32, "b" * 32, "c" * 32
-    s.offer("theta_acc", [(a, "General", 0.8), (b, "General", 0.6)], "q1")
-    s.offer("theta_acc", [(a, "General", 0.8)], "q1")  # the same query again: not a re-find
+    a, b, c, d = "a" * 32, "b" * 32, "c" * 32, "d" * 32
+    s.offer("theta_acc", [(a, "General", 0.8), (b, "General", 0.6), (c, "General", 0.5)], "q1")
+    s.offer("theta_acc", [(d, "General", 0.7), (a, "General", 0.8)], "q2")  # found again: no judgement
     assert s.outcomes.count("theta_acc", "General") == 0
-    s.used([b], "hydrated")
+    s.used([c], "hydrated")  # rank 2 of q1: b (rank 1) was passed over; a's open prediction is q2's now
     scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert list(scores) == [0.6] and list(outcomes) == [1.0]
-    s.offer("theta_acc", [(a, "General", 0.7), (c, "General", 0.5)], "q2")  # another query finds a again
-    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert list(outcomes) == [1.0, 1.0] and scores[-1] == 0.8
+    assert list(scores) == [0.5] and list(outcomes) == [1.0]
     clock.t += float(constitution()["atc"]["pending"]["seconds"]) + 1
     s.expire()
     scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert sorted(zip(scores.tolist(), outcomes.tolist()))[0] == (0.5, 0.0)  # c: unused
-    assert s.outcomes.pending_count == 0
+    assert sorted(zip(scores.tolist(), outcomes.tolist())) == [(0.5, 1.0), (0.6, 0.0)]  # b skipped; a, d unused
+    assert s.outcomes.pending_count == 0 and s.expired_unused == 2
 
 
 def test_forgetting_refutes() -> None:

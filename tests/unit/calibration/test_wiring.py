@@ -18,23 +18,26 @@ def service() -> ThresholdService:
     return ThresholdService(constitution(), lambda: 1000.0)
 
 
-def test_a_call_naming_memories_uses_them_anywhere_in_its_arguments() -> None:
+def test_calls_that_judge_relevance_resolve_and_calls_that_only_look_do_not() -> None:
     s = service()
     s.offer("theta_acc", [(A, "General", 0.8), (B, "General", 0.6), (C, "General", 0.7)], "q")
     listener = on_tool_call(s)
-    listener("merge_concepts", {"source_node_ids": [A, "not-an-id"], "rationale": "x" * 10})
-    listener("annotate_node", {"node_id": B, "annotations": {"related_concepts": [C]}})
+    listener("get_neighborhood", {"node_id": A, "depth": 1})  # looking at it says nothing about relevance
+    listener("restore_from_hash", {"reversal_hash": B})
+    assert s.outcomes.count("theta_acc", "General") == 0
+    listener("merge_concepts", {"source_node_ids": [A, C], "rationale": "x" * 10})
+    listener("annotate_node", {"node_id": B, "annotations": {"confidence": 0.2}})  # judged unreliable
     scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert sorted(scores.tolist()) == [0.6, 0.7, 0.8] and outcomes.tolist() == [1.0, 1.0, 1.0]
+    assert sorted(zip(scores.tolist(), outcomes.tolist())) == [(0.6, 0.0), (0.7, 1.0), (0.8, 1.0)]
 
 
-def test_forget_refutes_and_undo_tools_are_not_uses() -> None:
+def test_forget_as_incorrect_refutes_and_forget_as_obsolete_does_not_judge() -> None:
     s = service()
     s.offer("theta_warn", [(A, "General", 0.9), (B, "General", 0.5)], "q")
     listener = on_tool_call(s)
-    listener("restore_from_hash", {"reversal_hash": A})
+    listener("forget_concept", {"node_id": B, "reason": "obsolete", "soft_delete": True})
     assert s.outcomes.count("theta_warn", "General") == 0
-    listener("forget_concept", {"node_id": A})
+    listener("forget_concept", {"node_id": A, "reason": "incorrect", "soft_delete": True})
     assert s.outcomes.pairs("theta_warn", "General")[1].tolist() == [0.0]
 
 
