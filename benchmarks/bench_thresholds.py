@@ -42,7 +42,7 @@ TURN_SECONDS = 90.0  # the simulated time between two searches
 RELATED_SHARE = 0.7  # the rest are near queries: the subject is stored, the answer is not
 P_NOT_RELEVANT = 0.4  # the chance the agent marks an irrelevant result it read not_relevant
 P_BOOST = 1 / 3
-WATCHED = ("theta_opt", "theta_acc", "theta_warn", "theta_kur", "theta_dup")
+WATCHED = ("theta_opt", "theta_acc", "theta_warn", "theta_kur", "theta_dup")  # those the constitution has
 
 
 class SimClock:
@@ -131,21 +131,21 @@ async def run_half(home: Path, queries: list[tuple[str, str | None]], seed: int,
     rng = random.Random(seed)
     offered: dict[str, list[tuple[float, bool]]] = {"similarity": [], "r_m": []}
     evidence = {"hydrated": 0, "boosted": 0, "not_relevant": 0}
-    paths: dict[str, list[float]] = {name: [] for name in WATCHED}
+    paths: dict[str, list[float]] = {name: [] for name in WATCHED if name in thresholds.specs}
     try:
         ctx = app.tool_context("bench")
         for query, relevant in queries:
             await agent_turn(app, ctx, rng, query, relevant, offered, evidence)
             clock.t += TURN_SECONDS
             thresholds.expire()
-            for name in WATCHED:
+            for name in paths:
                 paths[name].append(thresholds.value(name))
         scores = np.array([s for s, _ in offered["similarity"]])
         labels = np.array([y for _, y in offered["similarity"]], dtype=np.float64)
         out: dict[str, Any] = {"searches": len(queries), "related": sum(r is not None for _, r in queries),
                                "agent": evidence, "offered": len(scores), "relevant_found": int(labels.sum()),
                                "auc": {k: auc(v) for k, v in offered.items()}, "thresholds": {}}
-        for name in WATCHED:
+        for name in paths:
             spec = thresholds.spec(name)
             row = trajectory_summary(paths[name], spec.lo, spec.hi)
             row["pairs"] = thresholds.outcomes.count(name, "General")

@@ -102,7 +102,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     listeners = MemoryListeners(
         after_store=[steering.on_store, on_store(meta_learning, storage)],
         after_search=[lambda found: None if found else neuromodulation.empty_search()],
-        after_results=[on_results(thresholds, workspace)],
+        after_results=[on_results(thresholds)],
     )
     memory = MemoryService(storage, perception, c, teleology=purpose.teleology,  # purpose vectors, stage 4
                            modulation=neuromodulation.modulation, listeners=listeners)

@@ -16,7 +16,7 @@ from contextgraph.utl.learning import lifecycle
 
 pytestmark = pytest.mark.anyio
 WHY = "calibrating the thresholds from use"
-NAMES = {"theta_opt", "theta_acc", "theta_warn", "theta_dup", "theta_kur", "johari"}
+NAMES = {"theta_warn", "theta_dup", "theta_kur", "johari"}
 TEXTS = [
     "The deploy failed because the database migration timed out after 30 seconds.",
     "The deploy failed since the database migration hit its 30 second timeout.",
@@ -64,9 +64,9 @@ async def test_outcomes_come_from_searches_uses_and_merges(client, app):
     # using a found memory resolves its predictions as 1
     await call(client, "annotate_node", {"node_id": result_ids[0], "annotations": {"tags": ["used"]}})
     metrics = await call(client, "get_calibration_metrics", {"timeframe": "1h"})
-    for name in ("theta_opt", "theta_acc", "theta_warn"):
+    for name in ("theta_warn",):
         assert metrics["metrics"][name]["General"]["pairs"] >= 1
-    scores, outcomes = app.services.thresholds.outcomes.pairs("theta_acc", "General")
+    scores, outcomes = app.services.thresholds.outcomes.pairs("theta_warn", "General")
     assert 1.0 in outcomes.tolist()
     # a merge confirms the pair as duplicates (θ_dup), scored by the sources' E1 cosine
     await call(client, "merge_concepts", {"source_node_ids": ids[:2], "target_name": "deploy failure",

@@ -57,7 +57,7 @@ def test_a_hydrated_citation_tag_and_a_citing_or_linking_store_are_uses() -> Non
     listener = on_tool_call(s)
     listener("hydrate_citation", {"citation_tag": "[node_3fa2b1]"})  # a prefix, as the search shows ids
     listener("store_memory", {"content": f"per [node_{b}] the cache is warm", "link_to": [c]})
-    assert s.outcomes.pairs("theta_acc", "General")[1].tolist() == [1.0, 1.0, 1.0]
+    assert s.outcomes.pairs("theta_warn", "General")[1].tolist() == [1.0, 1.0, 1.0]
 
 
 def test_unused_and_refound_results_are_no_evidence() -> None:

@@ -3,7 +3,7 @@ and workspace candidates, the engine reads θ_kur and the Johari boundary from A
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,14 +20,14 @@ def service() -> ThresholdService:
 
 def test_calls_that_judge_relevance_resolve_and_calls_that_only_look_do_not() -> None:
     s = service()
-    s.offer("theta_acc", [(A, "General", 0.8), (B, "General", 0.6), (C, "General", 0.7)], "q")
+    s.offer("theta_warn", [(A, "General", 0.8), (B, "General", 0.6), (C, "General", 0.7)], "q")
     listener = on_tool_call(s)
     listener("get_neighborhood", {"node_id": A, "depth": 1})  # looking at it says nothing about relevance
     listener("restore_from_hash", {"reversal_hash": B})
-    assert s.outcomes.count("theta_acc", "General") == 0
+    assert s.outcomes.count("theta_warn", "General") == 0
     listener("merge_concepts", {"source_node_ids": [A, C], "rationale": "x" * 10})
     listener("annotate_node", {"node_id": B, "annotations": {"confidence": 0.2}})  # judged unreliable
-    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
+    scores, outcomes = s.outcomes.pairs("theta_warn", "General")
     assert sorted(zip(scores.tolist(), outcomes.tolist())) == [(0.6, 0.0), (0.7, 1.0), (0.8, 1.0)]
 
 
@@ -48,25 +48,17 @@ class Found:
     alignment: float | None = None
 
 
-@dataclass
-class Workspace:
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-
-    def status(self) -> dict[str, Any]:
-        return {"candidates": self.candidates}
-
-
-def test_a_search_offers_results_by_alignment_or_similarity_and_candidates_by_r() -> None:
+def test_a_search_offers_its_results_against_theta_warn_by_alignment_or_similarity() -> None:
     s = service()
     code = SimpleNamespace(id=A, extra={"annotations": {"domain": "Code"}})
     plain = SimpleNamespace(id=B, extra={})
     retrieval = SimpleNamespace(found=[Found(code, 0.9, alignment=0.6), Found(plain, 0.4)])
-    on_results(s, Workspace([{"memory_id": A, "r": 0.83}, {"memory_id": C, "r": 0.9}]))("deploy", retrieval)
-    assert s.outcomes.pending_count == 3 * 2 + 1  # three relevance thresholds × 2 results, one candidate
+    on_results(s)("deploy", retrieval)
+    assert s.outcomes.pending_count == 2  # θ_warn only: no workspace candidate against θ_kur
     s.used([A, B], "hydrated")
-    assert s.outcomes.pairs("theta_opt", "Code")[0].tolist() == [0.6]  # its alignment, in its domain
-    assert s.outcomes.pairs("theta_opt", "General")[0].tolist() == [0.4]  # its similarity
-    assert s.outcomes.pairs("theta_kur", "Code")[0].tolist() == [0.83]
+    assert s.outcomes.pairs("theta_warn", "Code")[0].tolist() == [0.6]  # its alignment, in its domain
+    assert s.outcomes.pairs("theta_warn", "General")[0].tolist() == [0.4]  # its similarity
+    assert s.outcomes.count("theta_kur", "Code") == 0
 
 
 def test_subscribers_follow_the_general_value_only() -> None:

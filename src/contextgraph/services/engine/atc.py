@@ -197,7 +197,7 @@ class ThresholdService:
                                                  updated_at)
             self.log.clear()
             self.log.extend(doc.get("log", []))
-            self.outcomes.load_doc(doc.get("outcomes", {}))
+            self.outcomes.load_doc(doc.get("outcomes", {}), known=self.specs)
         for name, listeners in self._listeners.items():
             for listener in listeners:
                 listener(self.value(name))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -206,20 +206,24 @@ class OutcomeLog:
             "engaged": list(self._engaged),
         }
 
-    def load_doc(self, doc: dict) -> None:
+    def load_doc(self, doc: dict, known: Collection[str] | None = None) -> None:
+        """The saved state; with `known`, only what concerns those thresholds (a threshold the constitution no
+        longer has, such as θ_opt and θ_acc, is dropped with its pairs and predictions)."""
+        keep = (lambda _t: True) if known is None else (lambda t: str(t) in known)
         self._pairs.clear()
         self._arrays.clear()
         self._pending.clear()
         self._skipped.clear()
         self._engaged.clear()
-        for threshold, domain, rows in doc.get("pairs", []):
+        for threshold, domain, rows in (p for p in doc.get("pairs", []) if keep(p[0])):
             for at, score, outcome in rows:
                 self.add(str(threshold), str(domain), float(score), float(outcome), float(at))
         for memory_id, open_ in doc.get("pending", [])[-self.pending_max:]:
             # a prediction saved before ranks were kept has five fields: rank -1, never skipped or skipping
             self._pending[str(memory_id)] = {str(e[0]): Pending(str(e[0]), str(e[1]), float(e[2]), float(e[3]),
                                                                 str(e[4]), int(e[5]) if len(e) > 5 else -1)
-                                             for e in open_}
+                                             for e in open_ if keep(e[0])}
+        self._pending = OrderedDict((m, open_) for m, open_ in self._pending.items() if open_)
         self._skipped.update((str(m), str(t), str(q)) for m, t, q in doc.get("skipped", [])
                              if getattr((self._pending.get(str(m)) or {}).get(str(t)), "query", None) == str(q))
         for query in doc.get("engaged", []):

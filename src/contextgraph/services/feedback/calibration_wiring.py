@@ -4,10 +4,11 @@ thresholds and λ from them, and the operations that observe outcomes feed them.
 Reads: θ_kur is the workspace's entry threshold (its exit threshold keeps the constitution's gap below it),
 `johari` the ΔS/ΔC computer's and the pulse's Johari boundary, the learned λ the computer's lifecycle λ (every L
 and L̂ is scored with it), θ_dup get_memetic_status's duplicate threshold (passed by its callers).
-Outcomes: a search offers each result (its north-star alignment, else its E1 similarity, against θ_opt/θ_acc/
-θ_warn) and each workspace candidate (its r_m, against θ_kur) as predictions, ranked; a tool call that judges a
-memory's relevance resolves them (services.feedback.relevance_evidence says which calls and how); merges confirm
-or refute θ_dup (services.curation). Every stored memory's L and L̂ feed Meta-UTL.
+Outcomes: a search offers each result (its north-star alignment, else its E1 similarity, against θ_warn) as a
+prediction, ranked; a tool call that judges a memory's relevance resolves it (services.feedback.
+relevance_evidence says which calls and how); merges confirm or refute θ_dup (services.curation). Workspace
+candidates are not offered against θ_kur: relevance barely depends on their r_m, so those outcomes could only
+push θ_kur to a bound (docs/engine.md#adaptive-thresholds). Every stored memory's L and L̂ feed Meta-UTL.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from contextgraph.services.engine.workspace import WorkspaceService
 from contextgraph.services.feedback.relevance_evidence import judgements
 from contextgraph.services.runtime.store_handle import StoreHandle
 
-RELEVANCE = ("theta_opt", "theta_acc", "theta_warn")
+RELEVANCE = ("theta_warn",)  # the thresholds a search result's relevance calibrates
 
 
 def attach_calibration(c: Constitution, storage: StoreHandle, workspace: WorkspaceService,
@@ -59,21 +60,15 @@ def on_store(meta: MetaLearningService, storage: StoreHandle) -> Callable[..., A
     return listener
 
 
-def on_results(thresholds: ThresholdService, workspace: WorkspaceService) -> Callable[[str, Any], None]:
-    """MemoryService's results listener: a search's results and workspace candidates become predictions."""
+def on_results(thresholds: ThresholdService) -> Callable[[str, Any], None]:
+    """MemoryService's results listener: a search's results, in its order, become predictions."""
 
     def listener(query: str, retrieval: Any) -> None:
         digest = hashlib.blake2b(query.encode(), digest_size=8).hexdigest()
-        domains = {f.record.id: domain_of(f.record) for f in retrieval.found}
-        relevance = [(f.record.id, domains[f.record.id], f.alignment if f.alignment is not None else f.similarity)
+        relevance = [(f.record.id, domain_of(f.record), f.alignment if f.alignment is not None else f.similarity)
                      for f in retrieval.found]
         for name in RELEVANCE:
             thresholds.offer(name, relevance, digest)
-        rank = {f.record.id: k for k, f in enumerate(retrieval.found)}
-        candidates = sorted(((c["memory_id"], domains[c["memory_id"]], float(c["r"]))
-                             for c in workspace.status()["candidates"] if c["memory_id"] in domains),
-                            key=lambda c: rank[c[0]])  # in the search's order: skipped-above reads ranks
-        thresholds.offer("theta_kur", candidates, digest)
 
     return listener
 
