@@ -16,14 +16,19 @@ Between two searches the simulated clock moves 90 s (an agent's turn), so result
 ATC's 30-minute pending window. Reported per half: each threshold's final θ against its bounds, its range over
 the second half of the run (a swing), how often it touched a bound, the pairs it learned from, and the
 reference θ: the lowest-cost decision `score ≥ θ` over every offered result's true label (maps.
-best_threshold_reference), what a perfect judge of relevance would choose.
+best_threshold_reference), what a perfect judge of relevance would choose; how well E1 similarity and a
+workspace candidate's r_m separate relevant from irrelevant results (AUC); each search's ranked results (corpus
+indices), to compare the ranking between two versions of the code. Thresholds the constitution no longer has
+(θ_opt, θ_acc) are reported when the code under test still has them, so a run of the old code compares.
+Results and the before/after: benchmarks/HISTORY.md, "ATC under a simulated agent".
 
-Run:  .venv/bin/python benchmarks/bench_thresholds.py [--docs 1000] [--searches 120]
+Run:  .venv/bin/python benchmarks/bench_thresholds.py [--docs 1000] [--searches 120] [--unused-weight W]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import sys
 import tempfile
@@ -42,7 +47,7 @@ TURN_SECONDS = 90.0  # the simulated time between two searches
 RELATED_SHARE = 0.7  # the rest are near queries: the subject is stored, the answer is not
 P_NOT_RELEVANT = 0.4  # the chance the agent marks an irrelevant result it read not_relevant
 P_BOOST = 1 / 3
-WATCHED = ("theta_opt", "theta_acc", "theta_warn", "theta_kur", "theta_dup")  # those the constitution has
+WATCHED = ("theta_opt", "theta_acc", "theta_warn", "theta_kur", "theta_dup")  # those the code under test has
 
 
 class SimClock:
@@ -73,10 +78,12 @@ def fill(data: CorpusData, emb: Any, chosen: list[int], home: Path) -> dict[int,
 
 
 async def agent_turn(app: Any, ctx: Any, rng: random.Random, query: str, relevant: str | None,
-                     offered: dict[str, list[tuple[float, bool]]], evidence: dict[str, int]) -> None:
+                     offered: dict[str, list[tuple[float, bool]]], evidence: dict[str, int],
+                     rankings: list[list[str]]) -> None:
     """One search and what the agent does with its results (see the module docstring)."""
     call = app.dispatcher.call
     results = (await call("search_graph", {"query": query, "top_k": 10}, ctx)).payload["results"]
+    rankings.append([r["id"] for r in results])
     offered["similarity"].extend((float(r["similarity"]), r["id"] == relevant) for r in results)
     found = {r["id"] for r in results}
     offered["r_m"].extend((float(c["r"]), c["memory_id"] == relevant)
@@ -118,7 +125,7 @@ def trajectory_summary(values: list[float], lo: float, hi: float) -> dict[str, A
 
 
 async def run_half(home: Path, queries: list[tuple[str, str | None]], seed: int,
-                   unused_weight: float | None) -> dict[str, Any]:
+                   unused_weight: float | None, corpus_index: dict[str, int]) -> dict[str, Any]:
     from contextgraph.app import build_app
     from contextgraph.calibration.maps import best_threshold_reference
 
@@ -130,12 +137,13 @@ async def run_half(home: Path, queries: list[tuple[str, str | None]], seed: int,
         thresholds.outcomes.unused_weight = unused_weight  # the constitution's atc.pending.unused_weight otherwise
     rng = random.Random(seed)
     offered: dict[str, list[tuple[float, bool]]] = {"similarity": [], "r_m": []}
+    rankings: list[list[str]] = []  # each search's ranked ids: the ranking must not depend on ATC's state
     evidence = {"hydrated": 0, "boosted": 0, "not_relevant": 0}
     paths: dict[str, list[float]] = {name: [] for name in WATCHED if name in thresholds.specs}
     try:
         ctx = app.tool_context("bench")
         for query, relevant in queries:
-            await agent_turn(app, ctx, rng, query, relevant, offered, evidence)
+            await agent_turn(app, ctx, rng, query, relevant, offered, evidence, rankings)
             clock.t += TURN_SECONDS
             thresholds.expire()
             for name in paths:
@@ -144,7 +152,9 @@ async def run_half(home: Path, queries: list[tuple[str, str | None]], seed: int,
         labels = np.array([y for _, y in offered["similarity"]], dtype=np.float64)
         out: dict[str, Any] = {"searches": len(queries), "related": sum(r is not None for _, r in queries),
                                "agent": evidence, "offered": len(scores), "relevant_found": int(labels.sum()),
-                               "auc": {k: auc(v) for k, v in offered.items()}, "thresholds": {}}
+                               "auc": {k: auc(v) for k, v in offered.items()}, "thresholds": {},
+                               "rankings": [[corpus_index[m] for m in ranked] for ranked in rankings]}
+        out["rankings_sha256"] = hashlib.sha256(repr(out["rankings"]).encode()).hexdigest()
         for name in paths:
             spec = thresholds.spec(name)
             row = trajectory_summary(paths[name], spec.lo, spec.hi)
@@ -182,7 +192,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ids = fill(data, emb, stored, home)
         queries = [(data.items[i].query, ids[i] if is_stored else None)
                    for i, is_stored in picked[h::2]]
-        report[half] = anyio.run(run_half, home, queries, SEED + h, args.unused_weight)
+        report[half] = anyio.run(run_half, home, queries, SEED + h, args.unused_weight,
+                                 {m: i for i, m in ids.items()})
     return report
 
 
@@ -199,7 +210,8 @@ def main() -> int:
     for half in args.halves:
         r = report[half]
         print(f"[{half}] {r['searches']} searches ({r['related']} related), agent {r['agent']}, "
-              f"relevant found {r['relevant_found']}/{r['related']}, AUC {r['auc']}")
+              f"relevant found {r['relevant_found']}/{r['related']}, AUC {r['auc']}, "
+              f"rankings {r['rankings_sha256'][:12]}")
         for name, row in r["thresholds"].items():
             print(f"  {name:10s} {row}")
     write_result(args.label, report)
