@@ -123,3 +123,31 @@ def test_a_simulated_agent_leaves_every_relevance_threshold_strictly_inside_its_
             # settled: the second half moves within a third of the bounds' width, no swing from one to the other
             assert max(late) - min(late) < (spec.hi - spec.lo) / 3, (name, seed, min(late), max(late))
             assert s.outcomes.count(name, "General") >= 60
+
+
+def test_in_a_search_where_one_result_was_used_about_a_quarter_of_the_unused_ones_close_as_weak_zeros() -> None:
+    s, clock = service()
+    results = [(memory(i), 0.5) for i in range(1, 42)]
+    offer(s, results, "q")
+    offer(s, [(memory(i), 0.5) for i in range(100, 141)], "nothing used")
+    on_tool_call(s)("hydrate_citation", {"citation_tag": f"[node_{memory(1)}]"})  # rank 0: nothing skipped
+    clock.t += PENDING + 1
+    s.expire()
+    outcomes = s.outcomes.pairs("theta_warn", "General")[1].tolist()
+    assert outcomes.count(1.0) == 1
+    assert 5 <= outcomes.count(0.0) <= 16  # of the 40 left unused in "q" (0.25 × 40 = 10); none of the other's
+    assert s.expired_unused == 82 - len(outcomes)  # the rest closed as no evidence
+
+
+def test_skipped_marks_and_engaged_searches_survive_a_restart() -> None:
+    s, clock = service()
+    a, b, c, d = memory(1), memory(2), memory(3), memory(4)
+    offer(s, [(a, 0.7), (b, 0.65), (c, 0.6), (d, 0.55)], "q")
+    on_tool_call(s)("boost_importance", {"node_id": c, "delta": 0.1, "rationale": "the answer"})
+    copy = ThresholdService(constitution(), clock)
+    copy.load_doc(s.to_doc())
+    copy.outcomes.unused_weight = 0.0  # only the skipped ones speak
+    clock.t += PENDING + 1
+    copy.expire()
+    pairs = sorted(zip(*(v.tolist() for v in copy.outcomes.pairs("theta_warn", "General"))))
+    assert pairs == [(0.6, 1.0), (0.65, 0.0), (0.7, 0.0)]  # a and b skipped for c; d, below it, unjudged

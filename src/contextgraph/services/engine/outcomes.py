@@ -82,7 +82,8 @@ class OutcomeLog:
         self.versions[key] = self.versions.get(key, 0) + 1
 
     def offer(self, memory_id: str, pending: Pending) -> list[Resolved]:
-        """Wait for `memory_id`'s outcome; returns the predictions pushed out by the bound (resolved as 0)."""
+        """Wait for `memory_id`'s judgement. Returns what this closes that is evidence: its open prediction for the
+        same threshold (replaced) and those pushed out by the bound, when skipped or weak (`_closed`)."""
         open_ = self._pending.pop(memory_id, {})
         replaced = open_.get(pending.threshold)
         dropped = [] if replaced is None else [self._closed(memory_id, replaced)]
@@ -137,9 +138,9 @@ class OutcomeLog:
         return [m for m in self._pending if m.startswith(prefix)]
 
     def expire(self, now: float) -> list[Resolved]:
-        """Predictions older than `pending_seconds` close unused, oldest offered first: 0 and judged if skipped,
-        else unjudged. (A clock set back between two offers only delays the later one's expiry until the earlier
-        one's.)"""
+        """Predictions older than `pending_seconds` close unused, oldest offered first (`_closed`: 0 if skipped or
+        weak, else unjudged). (A clock set back between two offers only delays the later one's expiry until the
+        earlier one's.)"""
         out: list[Resolved] = []
         offers = self._offers
         while offers and now - offers[0][1].offered_at > self.pending_seconds:
