@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from contextgraph.constitution import constitution
+from contextgraph.services.engine import atc_levels
 from contextgraph.services.engine.atc import ThresholdService
 from contextgraph.services.feedback.calibration_wiring import RELEVANCE, on_tool_call
 
@@ -75,6 +76,7 @@ def test_unused_and_refound_results_are_no_evidence() -> None:
         assert s.value(name) == s.spec(name).prior
         assert s.outcomes.count(name, "General") == 0
     assert s.expired_unused > 0
+    assert atc_levels.status(s, "General", None)["unjudged_outcomes"] == s.expired_unused
 
 
 def simulated_searches(s: ThresholdService, clock: Clock, n: int, seed: int) -> dict[str, list[float]]:

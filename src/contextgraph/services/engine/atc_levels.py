@@ -164,7 +164,9 @@ def status(service: ThresholdService, domain: str, embedder_id: int | None) -> d
                             "pairs": service.outcomes.count(name, domain), "updated_at": s.updated_at}
     changes = [e for e in service.log if e["domain"] == domain][-10:]
     out: dict[str, Any] = {"domain": domain, "thresholds": thresholds,
-                           "pending_outcomes": service.outcomes.pending_count, "recent_changes": changes[::-1]}
+                           "pending_outcomes": service.outcomes.pending_count,
+                           # closed with no judgement since the server started: no evidence, only counted
+                           "unjudged_outcomes": service.expired_unused, "recent_changes": changes[::-1]}
     if embedder_id is not None:
         space = SPACES[embedder_id - 1]
         out["embedder"] = {"id": embedder_id, "name": space.name,
