@@ -198,6 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
+    global P_NOT_RELEVANT
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=1000, help="documents stored")
     parser.add_argument("--searches", type=int, default=120, help="searches per half")
@@ -205,7 +206,10 @@ def main() -> int:
     parser.add_argument("--halves", nargs="+", default=["tune", "test"], choices=["tune", "test"])
     parser.add_argument("--unused-weight", type=float, default=None,
                         help="overrides the constitution's atc.pending.unused_weight")
+    parser.add_argument("--not-relevant", type=float, default=P_NOT_RELEVANT,
+                        help="the chance the agent marks an irrelevant result it read not_relevant")
     args = parser.parse_args()
+    P_NOT_RELEVANT = args.not_relevant
     report = run(args)
     for half in args.halves:
         r = report[half]
