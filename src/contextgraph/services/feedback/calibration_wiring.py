@@ -3,7 +3,8 @@ thresholds and λ from them, and the operations that observe outcomes feed them.
 
 Reads: θ_kur is the workspace's entry threshold (its exit threshold keeps the constitution's gap below it),
 `johari` the ΔS/ΔC computer's and the pulse's Johari boundary, the learned λ the computer's lifecycle λ (every L
-and L̂ is scored with it), θ_dup get_memetic_status's duplicate threshold (passed by its callers).
+and L̂ is scored with it), θ_dup the near-duplicate threshold of get_memetic_status, critique_context and
+reflect_on_memory (their tools pass it) and of pruning (CurationService.duplicate_threshold, set in app.py).
 Outcomes: a search offers each result (its north-star alignment, else its E1 similarity, against θ_warn) as a
 prediction, ranked; a tool call that judges a memory's relevance resolves it (services.feedback.
 relevance_evidence says which calls and how); merges confirm or refute θ_dup (services.curation). Workspace
