@@ -98,7 +98,7 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     curation = CurationService(storage, perception, c, clock, observe_outcome=thresholds.observe,
                                duplicate_threshold=partial(thresholds.value, "theta_dup"))
     attach_calibration(c, storage, workspace, thresholds, meta_learning)
-    # stage 4's alignment floor is ATC's θ_warn (prior 0.55 = retrieval.alignment_floor), learned from use
+    # stage 4's alignment floor is ATC's θ_warn (prior 0.55 = retrieval.alignment_floor), learned from relevance
     purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock,
                                     threshold_source=lambda: thresholds.value("theta_warn"))
     listeners = MemoryListeners(
