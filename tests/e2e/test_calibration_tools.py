@@ -56,6 +56,23 @@ async def test_threshold_status_lists_every_threshold_with_bounds(client):
     assert (await refusal(client, "get_calibration_metrics", {"timeframe": "2h"})).code == -32602
 
 
+async def test_the_agents_judgements_through_the_real_tools_are_the_outcomes(client, app):
+    """hydrate_citation's tag (an id prefix) is a 1, update_synergy_matrix's not_relevant a 0, and a result merely
+    looked at (its neighbourhood) or found again by another search is no outcome."""
+    for text in TEXTS:
+        await store(client, text)
+    found = (await call(client, "search_graph", {"query": "why did the deploy fail", "top_k": 4}))["results"]
+    first, second, third = (r["id"] for r in found[:3])
+    await call(client, "search_graph", {"query": "database migration timeout", "top_k": 4})
+    await call(client, "get_neighborhood", {"node_id": third})
+    thresholds = app.services.thresholds
+    assert thresholds.outcomes.count("theta_warn", "General") == 0
+    await call(client, "hydrate_citation", {"citation_tag": f"[node_{first[:8]}]"})
+    await call(client, "update_synergy_matrix", {"query_vector_id": first, "result_vector_id": second,
+                                                 "feedback": "not_relevant"})
+    assert sorted(thresholds.outcomes.pairs("theta_warn", "General")[1].tolist()) == [0.0, 1.0]
+
+
 async def test_outcomes_come_from_searches_uses_and_merges(client, app):
     ids = [await store(client, t) for t in TEXTS]
     found = await call(client, "search_graph", {"query": "why did the deploy fail", "top_k": 4})
