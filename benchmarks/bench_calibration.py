@@ -32,7 +32,7 @@ from contextgraph.services.engine.atc import Setting, ThresholdService
 from contextgraph.services.engine.meta_learning import MetaLearningService
 
 # the known optimum and miscalibration per threshold (θ* inside the bounds, away from the prior)
-TRUTH = {"theta_opt": (0.82, 0.4), "theta_acc": (0.62, 0.5), "theta_warn": (0.5, 0.4), "theta_dup": (0.93, 0.3),
+TRUTH = {"theta_warn": (0.5, 0.4), "theta_dup": (0.93, 0.3),
          "theta_kur": (0.86, 0.35), "johari": (0.42, 0.6)}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from threadpoolctl import threadpool_limits
 
@@ -94,15 +95,16 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     # ATC and Meta-UTL: the engine reads its thresholds and λ from them; outcomes and predictions feed them
     thresholds = ThresholdService(c)
     meta_learning = MetaLearningService(c, alpha_source=lambda: neuromodulation.level("acetylcholine"))
-    curation = CurationService(storage, perception, c, clock, observe_outcome=thresholds.observe)
+    curation = CurationService(storage, perception, c, clock, observe_outcome=thresholds.observe,
+                               duplicate_threshold=partial(thresholds.value, "theta_dup"))
     attach_calibration(c, storage, workspace, thresholds, meta_learning)
-    # stage 4's alignment floor is ATC's θ_warn (prior 0.55 = retrieval.alignment_floor), learned from use
+    # stage 4's alignment floor is ATC's θ_warn (prior 0.55 = retrieval.alignment_floor), learned from relevance
     purpose = PurposeServices.build(storage, cognition, perception, curation, c, clock,
                                     threshold_source=lambda: thresholds.value("theta_warn"))
     listeners = MemoryListeners(
         after_store=[steering.on_store, on_store(meta_learning, storage), purpose.goals.after_store],
         after_search=[lambda found: None if found else neuromodulation.empty_search()],
-        after_results=[on_results(thresholds, workspace),  # and what was retrieved together, for NREM
+        after_results=[on_results(thresholds),  # and what was retrieved together, for NREM
                        lambda _query, found: dream.co_retrieval.record([f.record.id for f in found.found])],
     )
     memory = MemoryService(storage, perception, c, teleology=purpose.teleology,  # purpose vectors, stage 4

@@ -16,7 +16,7 @@ from contextgraph.utl.learning import lifecycle
 
 pytestmark = pytest.mark.anyio
 WHY = "calibrating the thresholds from use"
-NAMES = {"theta_opt", "theta_acc", "theta_warn", "theta_dup", "theta_kur", "johari"}
+NAMES = {"theta_warn", "theta_dup", "theta_kur", "johari"}
 TEXTS = [
     "The deploy failed because the database migration timed out after 30 seconds.",
     "The deploy failed since the database migration hit its 30 second timeout.",
@@ -56,6 +56,23 @@ async def test_threshold_status_lists_every_threshold_with_bounds(client):
     assert (await refusal(client, "get_calibration_metrics", {"timeframe": "2h"})).code == -32602
 
 
+async def test_the_agents_judgements_through_the_real_tools_are_the_outcomes(client, app):
+    """hydrate_citation's tag (an id prefix) is a 1, update_synergy_matrix's not_relevant a 0, and a result merely
+    looked at (its neighbourhood) or found again by another search is no outcome."""
+    for text in TEXTS:
+        await store(client, text)
+    found = (await call(client, "search_graph", {"query": "why did the deploy fail", "top_k": 4}))["results"]
+    first, second, third = (r["id"] for r in found[:3])
+    await call(client, "search_graph", {"query": "database migration timeout", "top_k": 4})
+    await call(client, "get_neighborhood", {"node_id": third})
+    thresholds = app.services.thresholds
+    assert thresholds.outcomes.count("theta_warn", "General") == 0
+    await call(client, "hydrate_citation", {"citation_tag": f"[node_{first[:8]}]"})
+    await call(client, "update_synergy_matrix", {"query_vector_id": first, "result_vector_id": second,
+                                                 "feedback": "not_relevant"})
+    assert sorted(thresholds.outcomes.pairs("theta_warn", "General")[1].tolist()) == [0.0, 1.0]
+
+
 async def test_outcomes_come_from_searches_uses_and_merges(client, app):
     ids = [await store(client, t) for t in TEXTS]
     found = await call(client, "search_graph", {"query": "why did the deploy fail", "top_k": 4})
@@ -64,9 +81,9 @@ async def test_outcomes_come_from_searches_uses_and_merges(client, app):
     # using a found memory resolves its predictions as 1
     await call(client, "annotate_node", {"node_id": result_ids[0], "annotations": {"tags": ["used"]}})
     metrics = await call(client, "get_calibration_metrics", {"timeframe": "1h"})
-    for name in ("theta_opt", "theta_acc", "theta_warn"):
+    for name in ("theta_warn",):
         assert metrics["metrics"][name]["General"]["pairs"] >= 1
-    scores, outcomes = app.services.thresholds.outcomes.pairs("theta_acc", "General")
+    scores, outcomes = app.services.thresholds.outcomes.pairs("theta_warn", "General")
     assert 1.0 in outcomes.tolist()
     # a merge confirms the pair as duplicates (θ_dup), scored by the sources' E1 cosine
     await call(client, "merge_concepts", {"source_node_ids": ids[:2], "target_name": "deploy failure",

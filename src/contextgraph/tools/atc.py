@@ -17,7 +17,7 @@ from contextgraph.tools.curation import Domain
 from contextgraph.tools.spec import Args, ToolSpec
 
 _A = constitution()["atc"]
-ThresholdName = Literal["theta_opt", "theta_acc", "theta_warn", "theta_dup", "theta_kur", "johari"]
+ThresholdName = Literal["theta_warn", "theta_dup", "theta_kur", "johari"]
 Timeframe = Literal["1h", "24h", "7d", "30d"]
 
 
@@ -73,7 +73,7 @@ TOOLS = (
     ToolSpec(
         "get_threshold_status",
         "atc",
-        "Get the adaptive thresholds of a domain (theta_opt, theta_acc, theta_warn, theta_dup, theta_kur, johari): "
+        "Get the adaptive thresholds of a domain (theta_warn, theta_dup, theta_kur, johari): "
         "each one's value with its min/max bounds, temperature, drift, outcome counts, and the latest changes "
         "with their reasons.",
         StatusArgs,

@@ -5,6 +5,7 @@ meta-cognitive, live in navigation.py."""
 
 from __future__ import annotations
 
+from functools import partial
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -81,7 +82,8 @@ async def reflect_on_memory(ctx: ToolContext, args: ReflectArgs) -> dict[str, An
     north_star = None
     if teleology is not None and hasattr(teleology, "star_view"):
         north_star = teleology.star_view() is not None
-    return await Reflection(s.storage, s.perception, s.memory, s.cognition, s.constitution).reflect(
+    return await Reflection(s.storage, s.perception, s.memory, s.cognition, s.constitution,
+                            partial(s.thresholds.value, "theta_dup")).reflect(
         args.goal, set(registry.specs), registry.index.search(args.goal, 8),
         lambda name: registry.specs[name].summary, north_star)
 
@@ -94,7 +96,8 @@ class PlanArgs(Args):
 
 async def generate_search_plan(ctx: ToolContext, args: PlanArgs) -> dict[str, Any]:
     s = ctx.services
-    return await Reflection(s.storage, s.perception, s.memory, s.cognition, s.constitution).plan(
+    return await Reflection(s.storage, s.perception, s.memory, s.cognition, s.constitution,
+                            partial(s.thresholds.value, "theta_dup")).plan(
         args.goal, list(dict.fromkeys(args.focus_spaces)))
 
 
@@ -105,7 +108,8 @@ class CritiqueArgs(Args):
 
 
 async def critique_context(ctx: ToolContext, args: CritiqueArgs) -> dict[str, Any]:
-    return await Critique(ctx.services.storage, ctx.services.constitution).critique(
+    s = ctx.services  # θ_dup per domain from ATC, as get_memetic_status reads it
+    return await Critique(s.storage, s.constitution, partial(s.thresholds.value, "theta_dup")).critique(
         args.context_window, list(dict.fromkeys(args.check_types)))
 
 

@@ -35,7 +35,7 @@ def test_priors_and_bounds_come_from_the_constitution() -> None:
         assert s.value(name, "Code") == prior
     assert s.value("johari") == 0.5
     status = atc_levels.status(s, "General", None)
-    assert set(status["thresholds"]) == {"theta_opt", "theta_acc", "theta_warn", "theta_dup", "theta_kur", "johari"}
+    assert set(status["thresholds"]) == {"theta_warn", "theta_dup", "theta_kur", "johari"}
     assert status["thresholds"]["theta_dup"] == {**status["thresholds"]["theta_dup"], "value": 0.9, "min": 0.8,
                                                  "max": 0.98}
 
@@ -67,23 +67,20 @@ def test_level1_moves_each_observation_and_logs_why() -> None:
     assert entry["level"] == 1 and entry["domain"] == "Code" and "a refuted merge" in entry["reason"]
 
 
-def test_offers_resolve_when_used_and_expire_unused() -> None:
+def test_a_use_resolves_its_predictions_and_the_results_ranked_above_it_expire_as_skipped() -> None:
     s, clock = service()
-    a, b, c = "a" * 32, "b" * 32, "c" * 32
-    s.offer("theta_acc", [(a, "General", 0.8), (b, "General", 0.6)], "q1")
-    s.offer("theta_acc", [(a, "General", 0.8)], "q1")  # the same query again: not a re-find
-    assert s.outcomes.count("theta_acc", "General") == 0
-    s.used([b], "hydrated")
-    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert list(scores) == [0.6] and list(outcomes) == [1.0]
-    s.offer("theta_acc", [(a, "General", 0.7), (c, "General", 0.5)], "q2")  # another query finds a again
-    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert list(outcomes) == [1.0, 1.0] and scores[-1] == 0.8
+    a, b, c, d = "a" * 32, "b" * 32, "c" * 32, "d" * 32
+    s.offer("theta_warn", [(a, "General", 0.8), (b, "General", 0.6), (c, "General", 0.5)], "q1")
+    s.offer("theta_warn", [(d, "General", 0.7), (a, "General", 0.8)], "q2")  # found again: no judgement
+    assert s.outcomes.count("theta_warn", "General") == 0
+    s.used([c], "hydrated")  # rank 2 of q1: b (rank 1) was passed over; a's open prediction is q2's now
+    scores, outcomes = s.outcomes.pairs("theta_warn", "General")
+    assert list(scores) == [0.5] and list(outcomes) == [1.0]
     clock.t += float(constitution()["atc"]["pending"]["seconds"]) + 1
     s.expire()
-    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert sorted(zip(scores.tolist(), outcomes.tolist()))[0] == (0.5, 0.0)  # c: unused
-    assert s.outcomes.pending_count == 0
+    scores, outcomes = s.outcomes.pairs("theta_warn", "General")
+    assert sorted(zip(scores.tolist(), outcomes.tolist())) == [(0.5, 1.0), (0.6, 0.0)]  # b skipped; a, d unused
+    assert s.outcomes.pending_count == 0 and s.expired_unused == 2
 
 
 def test_forgetting_refutes() -> None:
@@ -133,21 +130,21 @@ def test_a_start_outside_the_bounds_is_refused() -> None:
 
 def test_metrics_by_timeframe_and_persistence_round_trip() -> None:
     s, clock = service()
-    fill(s, "theta_acc", "General", 100, 0.7, 0.5, seed=2)
+    fill(s, "theta_warn", "General", 100, 0.6, 0.5, seed=2)
     clock.t += 7200
-    fill(s, "theta_acc", "General", 40, 0.7, 0.5, seed=3)
-    assert atc_levels.metrics(s, "1h")["metrics"]["theta_acc"]["General"]["pairs"] == 40
-    assert atc_levels.metrics(s, "24h")["metrics"]["theta_acc"]["General"]["pairs"] == 140
-    atc_levels.recalibrate(s, 2, "General", "theta_acc")
+    fill(s, "theta_warn", "General", 40, 0.6, 0.5, seed=3)
+    assert atc_levels.metrics(s, "1h")["metrics"]["theta_warn"]["General"]["pairs"] == 40
+    assert atc_levels.metrics(s, "24h")["metrics"]["theta_warn"]["General"]["pairs"] == 140
+    atc_levels.recalibrate(s, 2, "General", "theta_warn")
     heard: list[float] = []
     copy = ThresholdService(constitution(), clock)
-    copy.subscribe("theta_acc", heard.append)
+    copy.subscribe("theta_warn", heard.append)
     copy.load_doc(s.to_doc())
-    assert copy.setting("theta_acc") == s.setting("theta_acc")
-    assert copy.outcomes.count("theta_acc", "General") == 140
+    assert copy.setting("theta_warn") == s.setting("theta_warn")
+    assert copy.outcomes.count("theta_warn", "General") == 140
     assert list(copy.log) == list(s.log)
-    assert heard == [0.7, s.value("theta_acc")]
-    assert np.isfinite(atc_levels.metrics(copy, "30d")["metrics"]["theta_acc"]["General"]["ece"])
+    assert heard == [0.55, s.value("theta_warn")]
+    assert np.isfinite(atc_levels.metrics(copy, "30d")["metrics"]["theta_warn"]["General"]["ece"])
 
 
 def test_a_refused_recalibration_changes_nothing() -> None:
@@ -158,3 +155,20 @@ def test_a_refused_recalibration_changes_nothing() -> None:
     with pytest.raises(ThresholdError):  # out of bounds
         atc_levels.recalibrate(s, 1, "General", "theta_dup", start=0.5)
     assert s.value("theta_dup") == 0.9 and not s.log
+
+
+def test_a_saved_state_with_thresholds_the_constitution_dropped_loads_without_them() -> None:
+    """θ_opt and θ_acc left the list (docs/decisions.md): a state saved with their pairs, settings and open
+    predictions loads, and the reports that walk every recorded pair never meet a threshold without a spec."""
+    s, clock = service()
+    a = "a" * 32
+    s.offer("theta_warn", [(a, "General", 0.6)], "q")
+    doc = s.to_doc()
+    doc["settings"].append(["theta_opt", "General", 0.7, 1.0, 0.0, 3, clock.t])
+    doc["outcomes"]["pairs"].append(["theta_acc", "General", [[clock.t, 0.6, 1.0]] * 3])
+    doc["outcomes"]["pending"].append(["b" * 32, [["theta_opt", "General", 0.8, clock.t, "q", 0]]])
+    copy = ThresholdService(constitution(), clock)
+    copy.load_doc(doc)
+    assert copy.outcomes.keys() == [] and copy.outcomes.pending_count == 1
+    assert set(atc_levels.status(copy, "General", None)["thresholds"]) == set(copy.specs)
+    assert atc_levels.metrics(copy, "1h")["pairs"] == 0

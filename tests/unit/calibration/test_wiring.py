@@ -3,7 +3,7 @@ and workspace candidates, the engine reads θ_kur and the Johari boundary from A
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,23 +18,26 @@ def service() -> ThresholdService:
     return ThresholdService(constitution(), lambda: 1000.0)
 
 
-def test_a_call_naming_memories_uses_them_anywhere_in_its_arguments() -> None:
+def test_calls_that_judge_relevance_resolve_and_calls_that_only_look_do_not() -> None:
     s = service()
-    s.offer("theta_acc", [(A, "General", 0.8), (B, "General", 0.6), (C, "General", 0.7)], "q")
+    s.offer("theta_warn", [(A, "General", 0.8), (B, "General", 0.6), (C, "General", 0.7)], "q")
     listener = on_tool_call(s)
-    listener("merge_concepts", {"source_node_ids": [A, "not-an-id"], "rationale": "x" * 10})
-    listener("annotate_node", {"node_id": B, "annotations": {"related_concepts": [C]}})
-    scores, outcomes = s.outcomes.pairs("theta_acc", "General")
-    assert sorted(scores.tolist()) == [0.6, 0.7, 0.8] and outcomes.tolist() == [1.0, 1.0, 1.0]
+    listener("get_neighborhood", {"node_id": A, "depth": 1})  # looking at it says nothing about relevance
+    listener("restore_from_hash", {"reversal_hash": B})
+    assert s.outcomes.count("theta_warn", "General") == 0
+    listener("merge_concepts", {"source_node_ids": [A, C], "rationale": "x" * 10})
+    listener("annotate_node", {"node_id": B, "annotations": {"confidence": 0.2}})  # judged unreliable
+    scores, outcomes = s.outcomes.pairs("theta_warn", "General")
+    assert sorted(zip(scores.tolist(), outcomes.tolist())) == [(0.6, 0.0), (0.7, 1.0), (0.8, 1.0)]
 
 
-def test_forget_refutes_and_undo_tools_are_not_uses() -> None:
+def test_forget_as_incorrect_refutes_and_forget_as_obsolete_does_not_judge() -> None:
     s = service()
     s.offer("theta_warn", [(A, "General", 0.9), (B, "General", 0.5)], "q")
     listener = on_tool_call(s)
-    listener("restore_from_hash", {"reversal_hash": A})
+    listener("forget_concept", {"node_id": B, "reason": "obsolete", "soft_delete": True})
     assert s.outcomes.count("theta_warn", "General") == 0
-    listener("forget_concept", {"node_id": A})
+    listener("forget_concept", {"node_id": A, "reason": "incorrect", "soft_delete": True})
     assert s.outcomes.pairs("theta_warn", "General")[1].tolist() == [0.0]
 
 
@@ -45,25 +48,17 @@ class Found:
     alignment: float | None = None
 
 
-@dataclass
-class Workspace:
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-
-    def status(self) -> dict[str, Any]:
-        return {"candidates": self.candidates}
-
-
-def test_a_search_offers_results_by_alignment_or_similarity_and_candidates_by_r() -> None:
+def test_a_search_offers_its_results_against_theta_warn_by_alignment_or_similarity() -> None:
     s = service()
     code = SimpleNamespace(id=A, extra={"annotations": {"domain": "Code"}})
     plain = SimpleNamespace(id=B, extra={})
     retrieval = SimpleNamespace(found=[Found(code, 0.9, alignment=0.6), Found(plain, 0.4)])
-    on_results(s, Workspace([{"memory_id": A, "r": 0.83}, {"memory_id": C, "r": 0.9}]))("deploy", retrieval)
-    assert s.outcomes.pending_count == 3 * 2 + 1  # three relevance thresholds × 2 results, one candidate
+    on_results(s)("deploy", retrieval)
+    assert s.outcomes.pending_count == 2  # θ_warn only: no workspace candidate against θ_kur
     s.used([A, B], "hydrated")
-    assert s.outcomes.pairs("theta_opt", "Code")[0].tolist() == [0.6]  # its alignment, in its domain
-    assert s.outcomes.pairs("theta_opt", "General")[0].tolist() == [0.4]  # its similarity
-    assert s.outcomes.pairs("theta_kur", "Code")[0].tolist() == [0.83]
+    assert s.outcomes.pairs("theta_warn", "Code")[0].tolist() == [0.6]  # its alignment, in its domain
+    assert s.outcomes.pairs("theta_warn", "General")[0].tolist() == [0.4]  # its similarity
+    assert s.outcomes.count("theta_kur", "Code") == 0
 
 
 def test_subscribers_follow_the_general_value_only() -> None:

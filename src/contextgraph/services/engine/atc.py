@@ -2,10 +2,11 @@
 
 `value(name, domain)` is what the engine reads (θ_dup in get_memetic_status, θ_kur as the workspace's entry
 threshold, the Johari boundary); `subscribe` pushes the General value to a consumer that caches it. Outcomes
-(services.outcomes: what counts as one is in constitution.yaml `atc:` and the README) arrive through
-`observe`, `offer`/`used` and `expire`; each observation runs level 1 (the EWMA drift step, calibration.levels) on
-its threshold. Levels 2-4 run on demand (trigger_recalibration; services.atc_levels). Every change of a threshold
-or its temperature is logged with its reason. The state is an engine part (services.engine_state): saved with the
+are relevance evidence, not usage (services.outcomes; which calls give which outcome: services.feedback.
+relevance_evidence, docs/engine.md#adaptive-thresholds); they arrive through `observe`, `offer`/`used` and
+`expire`; each observation runs level 1 (the EWMA drift step, calibration.levels) on its threshold. Levels 2-4
+run on demand (trigger_recalibration; services.atc_levels). Every change of a threshold or its temperature is
+logged with its reason. The state is an engine part (services.engine_state): saved with the
 engine's document, and at once after a recalibration.
 """
 
@@ -69,7 +70,8 @@ class ThresholdService:
         self.specs = specs_from(constitution)
         self.domains: tuple[str, ...] = tuple(a["domains"])
         self.clock = clock
-        self.outcomes = OutcomeLog(int(a["max_pairs"]), int(a["pending"]["max"]), float(a["pending"]["seconds"]))
+        self.outcomes = OutcomeLog(int(a["max_pairs"]), int(a["pending"]["max"]), float(a["pending"]["seconds"]),
+                                   unused_weight=float(a["pending"]["unused_weight"]))
         l1 = a["level1"]
         self._l1 = (float(l1["ewma_alpha"]), float(l1["bandwidth"]), float(l1["step"]))
         self.log: deque[dict[str, Any]] = deque(maxlen=int(a["log_max"]))
@@ -78,6 +80,7 @@ class ThresholdService:
         # get_calibration_metrics' answers per (threshold, domain, timeframe), with what they were computed from
         self.metrics_cache: dict[tuple[str, str, str], tuple[Any, dict[str, Any]]] = {}
         self._lock = threading.RLock()
+        self.expired_unused = 0  # predictions that closed with no judgement since start (get_threshold_status)
         self.dirty = False
         # the periodic engine save writes this part at most this often (StoreHandle): with its pending
         # predictions it is ~800 KiB of JSON at 100K, ~21 ms of the GIL, and nearly every search dirties it
@@ -142,30 +145,33 @@ class ThresholdService:
 
     def _resolve(self, resolved: Iterable[Resolved], source: str) -> None:
         for r in resolved:
-            self.observe(r.threshold, r.domain, r.score, r.outcome, source)
+            if r.judged:
+                self.observe(r.threshold, r.domain, r.score, r.outcome, source)
+            else:  # unused: no evidence about relevance (docs/engine.md#adaptive-thresholds), only counted
+                self.expired_unused += 1
 
     def offer(self, name: str, items: Sequence[tuple[str, str, float]], query: str) -> None:
-        """Predictions awaiting their outcome: (memory id, domain, score) scored against `name` by an operation
-        identified by `query`. A memory pending from another operation that this one finds again is used."""
+        """Predictions awaiting the agent's judgement: (memory id, domain, score) scored against `name` by an
+        operation identified by `query`, in the order it ranked them. Finding a memory again is no judgement:
+        the new offer replaces its open one."""
         now = self.clock()
         with self._lock:
             self.expire()
-            for memory_id, _, _ in items:
-                self._resolve(self.outcomes.use(memory_id, query), "re-found by a later search")
-            for memory_id, domain, score in items:
-                self._resolve(self.outcomes.offer(memory_id, Pending(name, domain, float(score), now, query)),
-                              "pushed out of the pending bound unused")
+            for rank, (memory_id, domain, score) in enumerate(items):
+                self._resolve(self.outcomes.offer(memory_id, Pending(name, domain, float(score), now, query, rank)),
+                              "skipped for a lower-ranked result that was used")
             self.dirty = True
 
     def used(self, memory_ids: Iterable[str], how: str, outcome: float = 1.0) -> None:
-        """The memories were used (outcome 1) or judged not worth keeping (0): their open predictions resolve."""
+        """The agent judged the memories: used them (outcome 1), refuted them (0), or in between (partly
+        relevant); their open predictions resolve, and the results ranked above a used one count as skipped."""
         with self._lock:
             for memory_id in memory_ids:
                 self._resolve(self.outcomes.use(memory_id, outcome=outcome), how)
 
     def expire(self) -> None:
         with self._lock:
-            self._resolve(self.outcomes.expire(self.clock()), "unused within the pending window")
+            self._resolve(self.outcomes.expire(self.clock()), "skipped for a lower-ranked result that was used")
 
     # -- persistence (an engine part) -------------------------------------------------------------------------
     def to_doc(self) -> dict[str, Any]:
@@ -191,7 +197,7 @@ class ThresholdService:
                                                  updated_at)
             self.log.clear()
             self.log.extend(doc.get("log", []))
-            self.outcomes.load_doc(doc.get("outcomes", {}))
+            self.outcomes.load_doc(doc.get("outcomes", {}), known=self.specs)
         for name, listeners in self._listeners.items():
             for listener in listeners:
                 listener(self.value(name))

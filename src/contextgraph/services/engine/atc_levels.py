@@ -23,7 +23,7 @@ from contextgraph.services.engine.atc import Setting, ThresholdService
 
 LEVELS = {1: "EWMA drift", 2: "temperature scaling", 3: "Thompson sampling", 4: "Bayesian optimisation"}
 # which score each threshold compares, for get_threshold_status's embedder detail
-SCORE_SPACES = {"theta_opt": (1,), "theta_acc": (1,), "theta_warn": (1,), "theta_dup": (1,),
+SCORE_SPACES = {"theta_warn": (1,), "theta_dup": (1,),
                 "theta_kur": tuple(range(1, 14)), "johari": tuple(range(1, 14))}
 _P = 6
 
@@ -71,8 +71,9 @@ def recalibrate(service: ThresholdService, level: int, domain: str, threshold: s
         raise ThresholdError(
             f"Nothing to recalibrate at level {level} in domain {domain}: "
             + "; ".join(f"{n}: {why}" for n, why in skipped.items())
-            + ". Outcomes are recorded as memories found by search_graph are used (hydrated, annotated, boosted, "
-              "merged, linked) or expire unused, and as merge_concepts confirms or refutes duplicates.",
+            + ". Outcomes are recorded as the agent judges what search_graph found (hydrate_citation, a citing or "
+              "linking store, boost_importance, update_synergy_matrix's feedback, forget_concept as incorrect) "
+              "and as merge_concepts confirms or refutes duplicates.",
             level=level, domain=domain, min_pairs=min_pairs, skipped=skipped)
     return {"level": level, "method": LEVELS[level], "domain": domain, "thresholds": results, "skipped": skipped}
 
@@ -163,7 +164,9 @@ def status(service: ThresholdService, domain: str, embedder_id: int | None) -> d
                             "pairs": service.outcomes.count(name, domain), "updated_at": s.updated_at}
     changes = [e for e in service.log if e["domain"] == domain][-10:]
     out: dict[str, Any] = {"domain": domain, "thresholds": thresholds,
-                           "pending_outcomes": service.outcomes.pending_count, "recent_changes": changes[::-1]}
+                           "pending_outcomes": service.outcomes.pending_count,
+                           # closed with no judgement since the server started: no evidence, only counted
+                           "unjudged_outcomes": service.expired_unused, "recent_changes": changes[::-1]}
     if embedder_id is not None:
         space = SPACES[embedder_id - 1]
         out["embedder"] = {"id": embedder_id, "name": space.name,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ import numpy as np
 
 from contextgraph.claims.contradiction import Contradiction, contradiction
 from contextgraph.constitution import Constitution
+from contextgraph.services.engine.atc import domain_of
 from contextgraph.services.memory.memory_payloads import record_summary
 from contextgraph.services.runtime.store_handle import StoreHandle
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
@@ -31,7 +33,8 @@ _HEDGES = re.compile(r"\b(?:might|maybe|perhaps|possibly|probably|i\s+think|i\s+
 
 
 class Critique:
-    def __init__(self, storage: StoreHandle, constitution: Constitution) -> None:
+    def __init__(self, storage: StoreHandle, constitution: Constitution,
+                 duplicate_threshold: Callable[[str], float] | None = None) -> None:
         self.storage = storage
         r = constitution["reflection"]
         self.min_e1 = float(r["conflict_min_e1"])
@@ -39,7 +42,9 @@ class Critique:
         self.outdated_e1 = float(r["outdated_min_e1"])
         self.k = int(r["neighbours"])
         self.low = float(r["low_confidence"])
-        self.theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
+        prior = float(constitution["atc"]["priors"]["theta_dup"])
+        # θ_dup per domain: ATC's learned value (tools/metacog.py passes it), the constitution's prior without it
+        self.theta_dup_of = duplicate_threshold or (lambda _domain: prior)
 
     async def critique(self, window: int, checks: list[str]) -> dict[str, Any]:
         storage = await self.storage.ready()
@@ -91,6 +96,7 @@ class Critique:
         """One pair's finding, if any: a conflict (same topic, contradicting claims), else a duplicate, else an
         outdated memory (a newer one on the same topic)."""
         older, newer = (ra, rb) if ra.created_at <= rb.created_at else (rb, ra)
+        theta_dup = self.theta_dup_of(domain_of(newer))  # the newer one is the copy merge_concepts would fold in
         e1 = float(va[0] @ vb[0])
         e11 = float(va[1] @ vb[1])
         same_topic = e1 >= self.min_e1 or e11 >= self.min_e11
@@ -101,13 +107,13 @@ class Critique:
                 findings["conflicts"].append(conflict)
             if "outdated" in checks and conflict["confirmed"]:
                 findings["outdated"].append(self._outdated(older, newer, e1, "contradicted by a newer claim"))
-        elif "duplicates" in checks and e1 >= self.theta_dup:
+        elif "duplicates" in checks and e1 >= theta_dup:
             findings["duplicates"].append({
                 "memories": [_brief(older), _brief(newer)], "e1_cosine": round(e1, 4),
-                "evidence": f"E1 cosine {e1:.3f} ≥ θ_dup {self.theta_dup}",
+                "evidence": f"E1 cosine {e1:.3f} ≥ θ_dup {theta_dup:.4g}",
                 "action": {"tool": "merge_concepts", "source_node_ids": [older.id, newer.id],
                            "why": "two copies of one memory split its edges and its importance"}})
-        elif "outdated" in checks and self.outdated_e1 <= e1 < self.theta_dup:
+        elif "outdated" in checks and self.outdated_e1 <= e1 < theta_dup:
             findings["outdated"].append(self._outdated(older, newer, e1, "a newer memory on the same topic"))
 
     def _low_confidence(self, r: MemoryRecord) -> dict[str, Any] | None:

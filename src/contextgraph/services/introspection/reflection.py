@@ -24,6 +24,7 @@ from contextgraph.embedders.e05_causal import query_direction
 from contextgraph.embedders.entities import entities
 from contextgraph.fingerprint import SPACE_BY_ID
 from contextgraph.retrieval.query_kind import classify
+from contextgraph.services.engine.atc import domain_of
 from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.memory.memory import MemoryService
 from contextgraph.services.memory.memory_payloads import record_summary
@@ -77,13 +78,16 @@ def intents_of(goal: str) -> list[str]:
 
 class Reflection:
     def __init__(self, storage: StoreHandle, perception: Perception, memory: MemoryService,
-                 cognition: CognitiveState, constitution: Constitution) -> None:
+                 cognition: CognitiveState, constitution: Constitution,
+                 duplicate_threshold: Callable[[str], float] | None = None) -> None:
         self.storage = storage
         self.perception = perception
         self.memory = memory
         self.cognition = cognition
         self.preview = int(constitution["reflection"]["plan_preview"])
-        self.theta_dup = float(constitution["atc"]["priors"]["theta_dup"])
+        prior = float(constitution["atc"]["priors"]["theta_dup"])
+        # θ_dup per domain: ATC's learned value (tools/metacog.py passes it), the constitution's prior without it
+        self.theta_dup_of = duplicate_threshold or (lambda _domain: prior)
         self.window = int(constitution["memetic"]["curation_window"])
 
     async def reflect(self, goal: str, registered: set[str], matched: Sequence[tuple[str, float]],
@@ -128,8 +132,9 @@ class Reflection:
             for record in g.recent(self.window, None, None):
                 edges = g.edges(record.id)
                 orphans += not edges
+                theta_dup = self.theta_dup_of(domain_of(record))
                 duplicates |= {tuple(sorted((e.source, e.target))) for e in edges
-                               if e.type == "Semantic" and e.weight >= self.theta_dup}
+                               if e.type == "Semantic" and e.weight >= theta_dup}
             return len(duplicates), orphans
 
         return store.count(), *store.graph_read(read)

@@ -50,7 +50,8 @@ T = TypeVar("T")
 
 class CurationService:
     def __init__(self, storage: StoreHandle, perception: Perception, constitution: Constitution, clock: Clock,
-                 observe_outcome: Callable[[str, str, float, float, str], None] | None = None) -> None:
+                 observe_outcome: Callable[[str, str, float, float, str], None] | None = None,
+                 duplicate_threshold: Callable[[str], float] | None = None) -> None:
         self.storage = storage
         self.perception = perception  # a merge embeds its combined content
         self.clock = clock
@@ -66,9 +67,10 @@ class CurationService:
         self.max_tags = int(v["tags"]["max_items"])
         self.max_concepts = int(v["related_concepts"]["max_items"])
         self.max_content = int(v["content"]["max_length"])
-        # (threshold, domain, score, outcome, source) → ATC's outcome log (the composition root attaches it)
-        # ATC's outcome of each θ_dup decision a merge confirms (threshold, domain, score, outcome, source)
+        # ATC, attached by the composition root: the outcome of each θ_dup decision a merge confirms (threshold,
+        # domain, score, outcome, source), and θ_dup per domain for those who decide with it (pruning); the prior
         self.observe_outcome = observe_outcome or (lambda *_: None)
+        self.duplicate_threshold = duplicate_threshold or (lambda _d, p=constitution["atc"]["priors"]["theta_dup"]: p)
 
     # -- plumbing ----------------------------------------------------------------------------------------------
     async def _write(self, fn: Callable[[GraphTxn], T]) -> T:

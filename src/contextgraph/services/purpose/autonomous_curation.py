@@ -17,6 +17,7 @@ from contextgraph.constitution import Constitution
 from contextgraph.errors import ContextGraphError, InvalidParams, SubgoalDiscoveryError
 from contextgraph.fingerprint import SPACE_BY_ID
 from contextgraph.retrieval.similarity import space_similarities
+from contextgraph.services.engine.atc import GENERAL, domain_of
 from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.purpose.autonomous import AutonomousService
 from contextgraph.services.purpose.autonomous_scan import Corpus, goal_id, goals_of, label, preview, read_corpus, themes
@@ -35,7 +36,6 @@ class AutonomousCuration:
         self.curation = curation
         self.clock = clock
         self.settings = constitution["autonomous"]
-        self.duplicate = float(constitution["atc"]["priors"]["theta_dup"])
 
     # -- pruning ---------------------------------------------------------------------------------------------
     async def pruning_candidates(self, limit: int, min_staleness_days: int, min_alignment: float) -> dict[str, Any]:
@@ -77,7 +77,7 @@ class AutonomousCuration:
         return {"count": min(len(found), limit), "total_found": len(found), "scanned": len(corpus),
                 "candidates": found[:limit], "north_star": None if view is None else view.id,
                 "thresholds": {"min_staleness_days": min_staleness_days, "min_alignment": min_alignment,
-                               "duplicate_similarity": self.duplicate},
+                               "duplicate_similarity": self.curation.duplicate_threshold(GENERAL)},
                 "method": "a candidate is stale (written and last used ≥ min_staleness_days ago), redundant (E1 "
                           "cosine to another memory ≥ the duplicate threshold; the less important of the pair) or "
                           "unused (never read since written ≥ unused_after_days ago, importance below "
@@ -109,7 +109,7 @@ class AutonomousCuration:
                             "age_days": round(age / 86400, 2), "importance": r.importance})
         for seq, sim in self.storage.indexes.search(1, corpus.vectors[i], 3):
             j = corpus.row_of(seq)
-            if j is None or j == i or sim < self.duplicate:
+            if j is None or j == i or sim < self.curation.duplicate_threshold(domain_of(r)):  # ATC's θ_dup
                 continue
             other = corpus.records[j]
             keeper = max((r, other), key=lambda x: (x.importance, x.access_count, x.created_at))
