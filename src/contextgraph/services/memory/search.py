@@ -35,6 +35,7 @@ from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sha
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
 from contextgraph.services.memory.purpose_port import StarAlignment
+from contextgraph.services.memory.stage4 import MODES as STAGE4_MODES
 from contextgraph.services.memory.stage4 import describe, star_alignments
 from contextgraph.services.memory.stage4 import idle as stage4_idle
 from contextgraph.services.memory.stage4 import plan as stage4_plan
@@ -80,7 +81,7 @@ class RetrievalSettings:
             score_weights=by_space(r.get("score_weights")),
             query_kinds={str(k): by_space(v) for k, v in (r.get("query_kinds") or {}).items()},
             temporal_only_when_asked=bool(r.get("temporal_only_when_asked", False)),
-            stage4_mode=str(r.get("stage4_mode", "rerank")),
+            stage4_mode=_stage4_mode(str(r.get("stage4_mode", "rerank"))),
             stage4_bound=float(r.get("stage4_bound", 0.1)),
         )
 
@@ -318,6 +319,12 @@ class Retriever:
             else:
                 scores[space.id] = np.asarray(embedder.similarity(query[space.id], column), dtype=np.float64)
         return scores
+
+
+def _stage4_mode(mode: str) -> str:
+    if mode not in STAGE4_MODES:
+        raise ValueError(f"retrieval.stage4_mode must be one of {STAGE4_MODES}, not {mode!r}")
+    return mode
 
 
 def _stage_timer(timings: dict[str, float]) -> Callable[[str], None]:

@@ -123,7 +123,8 @@ def describe(stage: Stage4, plain: list[int], chosen: list[int], dropped: np.nda
     if not stage.changes_scores:
         return report
     changed = sum(1 for a, b in zip(plain, chosen) if a != b) + abs(len(plain) - len(chosen))
-    entered = [c for c in chosen if c not in set(plain)]
+    before = set(plain)
+    entered = [c for c in chosen if c not in before]
     report.update(reordered=changed, entered=len(entered))
     if changed:
         report["note"] = _note(report, changed, len(entered), len(chosen))
@@ -133,7 +134,7 @@ def describe(stage: Stage4, plain: list[int], chosen: list[int], dropped: np.nda
 def _note(report: dict[str, Any], changed: int, entered: int, shown: int) -> str:
     if report.get("mode") == "filter":
         return (f"Stage 4 filtered this answer: {report.get('dropped', 0)} candidates aligned below "
-                f"{report['threshold']:.2f} with the north star were left out (stage4=true re-ranks instead, "
+                f"{report['threshold']:.2f} with the north star were left out (stage4=\"rerank\" re-ranks instead, "
                 "stage4=false searches everything).")
     goal = report.get("goal") or {}
     swapped = f", {entered} of them new to the list" if entered else ""
