@@ -65,7 +65,6 @@ class CognitiveState:
         self._rules = PulseRules.from_constitution(constitution, tools)
         self._alpha = float(constitution.get("pulse.ewma_alpha"))
         self._stages = utl["lifecycle"]
-        self._gain = float(utl["learning_gain"])
         bounds = utl["emotional_weight"]
         self._emotional_bounds = (float(bounds["min"]), float(bounds["max"]))
         self.spaces = int(utl["spaces"])
@@ -168,7 +167,7 @@ class CognitiveState:
             stage = self.lifecycle
             if own is None:
                 actual = learning.learning_score(delta_s, delta_c, self.tau, stage.lambda_s, stage.lambda_c,
-                                                 self.emotional_weight, phi, self._gain, self._emotional_bounds)
+                                                 self.emotional_weight, phi, self._emotional_bounds)
             else:
                 actual = own
                 self._operation_score = (own if self._operation_score is None
@@ -344,7 +343,6 @@ class CognitiveState:
             stage.lambda_c,
             self.emotional_weight,
             self.phase_spread,
-            self._gain,
             self._emotional_bounds,
         )
 
@@ -373,7 +371,7 @@ def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
                       for sp, ds, dc in zip(SPACES, s["delta_s"], s["delta_c"])},
         "consolidation_phase": cognition.consolidation_phase(),
         "method": "entropy and coherence are EWMAs of the per-space ΔS and ΔC of recent memory operations; the "
-                  "learning score is the EWMA of each operation's own L = sigmoid(2·ΣτλSΔS·ΣτλCΔC·wₑ·cos φ), φ the "
+                  "learning score is the EWMA of each operation's own L = wₑ·max(0, cos φ)·S^λS·C^λC, φ the "
                   "memory's binding phase spread (docs/utl.md); before any such operation, that formula on the "
                   "averages with the network's phase spread",
     }
