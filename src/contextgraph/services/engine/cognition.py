@@ -22,8 +22,8 @@ falls back to the running score as the prediction and an L computed from its ΔS
 Persistence: `to_doc()`/`load_doc()`; the memory service writes the document to LMDB at most once per
 `persistence.save_interval_seconds` during activity and on close, and loads it when it opens the store. The
 document carries the wall-clock time it was written: a process that loads it (the CLI and hook path start one
-per call) owes the network the time elapsed since, which its next read integrates lazily (bounded by
-`max_lazy_steps`), so the oscillators move between calls instead of resuming where the last process stopped.
+per call) counts the time elapsed since as idle, so the network relaxes between calls as a server's would
+(services.gwt: the agent's clock, docs/decisions.md#d23).
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class CognitiveState:
         if len(delta_s) != self.spaces or len(delta_c) != self.spaces:
             raise ValueError(f"need {self.spaces} ΔS and ΔC values, got {len(delta_s)} and {len(delta_c)}")
         a = self._alpha
-        self.network.nudge(delta_s, delta_c)
+        self.network.nudge(delta_s)
         phi = self.network.phase_spread()
         r = self.network.read().r
         own = _finite(learning_score)
