@@ -87,6 +87,7 @@ class DeltaScComputer:
         utl = constitution["utl"]
         self.k = int(utl["knn_k"])
         self.threshold = float(utl["johari_threshold"])
+        self.connectivity_neighbours = int(utl["connectivity_neighbours"])
         self.connect = float(constitution["memory"]["connectivity_threshold"])
         self.weights = dict(utl["delta_c_weights"])
         self.empty_s = float(utl["empty_store_delta_s"])
@@ -305,7 +306,7 @@ class DeltaScComputer:
         pairs = cluster_dists.get(sid, [])
         if ranked:
             closeness = dc.cluster_closeness([d for d, _ in pairs]) if pairs else math.nan
-            return dc.neighbourhood_closeness(sims, 3), closeness
+            return dc.neighbourhood_closeness(sims, self.connectivity_neighbours), closeness
         best = np.sort(clip_unit(np.asarray(sims, dtype=np.float64)))[::-1][: self.k]
         baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
         conn = dc.graded_connectivity(best, self.connect if baseline is None else baseline)
