@@ -7,8 +7,8 @@ workspace is empty from start-up, so after `empty_workspace_seconds` the pulse s
 
 The memory core calls `record()` for each inject; each record also nudges the Kuramoto network
 (services.gwt.OscillatorNetwork, owned here) and scores how well the engine's running learning score predicted
-that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the network's live phase spread φ,
-which advances the oscillators lazily (a few steps at most). The workspace calls
+that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the network's phase spread φ (after
+any idle relaxation owed: the network moves only with operations, docs/decisions.md#d23). The workspace calls
 `workspace_occupied()`. Each record also scores the prediction (MetaScore, utl.meta) and moves the SELF_EGO_NODE:
 its purpose vector joins the trajectory and identity continuity is recomputed (gwt.ego). Requests for
 other subsystems (a dream, an acetylcholine rise) go to the `request_listeners` and are kept in `requests`.
