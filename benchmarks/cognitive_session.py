@@ -123,6 +123,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t0 = time.perf_counter()
             r = await call("inject_context", {"content": text, "rationale": RATIONALE, "related_k": 3})
             wall_ms = (time.perf_counter() - t0) * 1e3
+            # the store model refits in the background: waiting for it makes a run answer the same way each time
+            app.services.storage.delta_sc.wait()
             sc = r.structured_content
             utl = sc["utl"]
             names = names or list(utl["delta_s"])

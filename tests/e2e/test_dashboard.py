@@ -212,14 +212,15 @@ async def test_live_page_streams_and_the_oscillators_move(dash_app, tmp_path):
             dot = page.locator("#kuramoto-svg [data-osc-dot='9'] circle")  # E9 turns fastest
             first = await dot.get_attribute("cx"), await dot.get_attribute("cy")
             await page.wait_for_timeout(300)
-            assert (await dot.get_attribute("cx"), await dot.get_attribute("cy")) != first  # moving between pushes
-            # a memory stored through MCP reaches the page with the next push of the stream
+            # the agent's clock (D23): the oscillators hold between operations; a store below moves them
+            assert (await dot.get_attribute("cx"), await dot.get_attribute("cy")) == first
+            # a memory stored through MCP reaches the page with the next push of the stream, and moves the network
+            phase = await page.locator("[data-oscillator='1']").text_content()
             await store(client, OTHER)
             count = page.locator("[data-metric='memory_count']")
             await count.filter(has_text="2").wait_for(timeout=15_000)
             assert await count.get_attribute("data-value") == "2"
             await page.locator("#recent-list li[data-memory-id]").nth(1).wait_for()  # the list follows
-            phase = await page.locator("[data-oscillator='1']").text_content()
             await page.locator("[data-oscillator='1']").filter(has_not_text=phase or "").wait_for(timeout=15_000)
             await shoot(page, tmp_path, "live")
             assert errors == []

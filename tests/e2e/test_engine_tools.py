@@ -264,7 +264,8 @@ async def test_engine_state_survives_a_restart(make_settings, tmp_path):
     async with process(settings) as (second, client):
         second.services.storage.open()  # loads the engine document; nothing has advanced the network yet
         saved = second.services.storage.store.get_document("cognitive_engine")["cognition"]["network"]
-        assert second.services.cognition.network.to_doc() == saved
+        loaded = second.services.cognition.network.to_doc()
+        assert (loaded["phases"], loaded["coupling"]) == (saved["phases"], saved["coupling"])
         again = await tool(client, "utl_status")
         assert again["operations"] == 3 and again["entropy"] == utl["entropy"]
         assert again["per_space"] == utl["per_space"]

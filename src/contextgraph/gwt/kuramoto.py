@@ -20,8 +20,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contextgraph.vectors import clip_unit
-
 TWO_PI = 2.0 * math.pi
 
 
@@ -84,9 +82,8 @@ def advance(phases: np.ndarray, omegas: np.ndarray, k: float, seconds: float, ma
             dt: float = 0.01) -> tuple[np.ndarray, int]:
     """Integrate `seconds` of dynamics, at most `max_steps` steps; returns (phases, steps taken).
 
-    Lazy integration: the engine calls this with the time elapsed since its last read instead of ticking at
-    100 Hz. Time beyond `max_steps·dt` is dropped (the network sat still): after that long an unsynchronised
-    network has forgotten its earlier phases anyway, and a read must stay bounded in cost."""
+    The engine integrates `operation_seconds` per memory operation (the agent's clock, docs/decisions.md#d23),
+    never the wall-clock time between reads; the cap bounds any caller's cost."""
     theta = np.asarray(phases, dtype=np.float64) % TWO_PI
     if theta.size == 0 or not math.isfinite(seconds) or seconds <= 0.0 or dt <= 0.0:
         return theta, 0
@@ -156,23 +153,65 @@ def measure_r(omegas: np.ndarray, couplings: Sequence[float], seconds: float = 2
     return (total / counted).reshape(len(couplings), trials).mean(axis=1)
 
 
-def nudge(phases: np.ndarray, delta_s: Sequence[float], delta_c: Sequence[float], gain: float) -> np.ndarray:
-    """A memory operation (docs/engine.md) pulls oscillator i toward the mean phase ψ in proportion to that space's
-    coherence ΔCᵢ and pushes it away in proportion to its novelty ΔSᵢ:
+def wrap(x: np.ndarray) -> np.ndarray:
+    """Angles to (−π, π]: the signed shorter arc."""
+    return np.pi - (np.pi - np.asarray(x, dtype=np.float64)) % TWO_PI
 
-        θᵢ ← θᵢ + gain·(ΔCᵢ − ΔSᵢ)·sin(ψ − θᵢ)
 
-    sin(ψ − θᵢ) is the direction and size of the pull (zero at ψ and at its antipode, like the coupling term).
-    With |gain·(ΔC − ΔS)| ≤ 1 a pull never overshoots ψ. When r = 0, ψ is undefined and nothing moves. A push
-    lowers r from a synchronised state; from an already incoherent one it only reshuffles phases, and the
-    natural frequencies then keep it incoherent."""
+def memory_phases(delta_s: Sequence[float]) -> np.ndarray:
+    """A memory's own phase in each space (docs/decisions.md#d19): θᵢ = π(1 − aᵢ) with aᵢ = 1 − ΔSᵢ its agreement
+    with what the space knows, so θᵢ = π·ΔSᵢ (NaN counts as novel). Spaces that agree about the memory (all
+    familiar, or all new) share a phase; a memory some spaces know and others do not spreads them."""
+    return math.pi * np.clip(np.nan_to_num(np.asarray(delta_s, dtype=np.float64), nan=1.0), 0.0, 1.0)
+
+
+def pull(phases: np.ndarray, targets: np.ndarray, gain: float) -> np.ndarray:
+    """Each oscillator moves `gain` ∈ [0, 1] of the shorter arc toward its target (a memory's phase in that
+    space, docs/decisions.md#d23): an exponentially weighted circular mean of the recent memories' phases, so r
+    says how far the spaces agreed about the session's recent memory work."""
     theta = np.asarray(phases, dtype=np.float64) % TWO_PI
     if theta.size == 0:
         return theta
-    s = clip_unit(np.asarray(delta_s, dtype=np.float64))
-    c = clip_unit(np.asarray(delta_c, dtype=np.float64))
-    r, psi = order_parameter(theta)
-    if r < 1e-12:
-        return theta
+    target = np.nan_to_num(np.asarray(targets, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     g = min(max(float(gain) if math.isfinite(gain) else 0.0, 0.0), 1.0)
-    return (theta + g * (c - s) * np.sin(psi - theta)) % TWO_PI
+    return (theta + g * wrap(target - theta)) % TWO_PI
+
+
+def relax(phases: np.ndarray, rest: np.ndarray, factor: float) -> np.ndarray:
+    """Every oscillator's offset from its rest phase scaled by `factor` ∈ [0, 1] (0.5^(t/half-life) for t idle
+    seconds): the network drifts back to rest along the shorter arcs."""
+    theta = np.asarray(phases, dtype=np.float64) % TWO_PI
+    home = np.asarray(rest, dtype=np.float64)
+    f = min(max(float(factor) if math.isfinite(factor) else 1.0, 0.0), 1.0)
+    return (home + f * wrap(theta - home)) % TWO_PI
+
+
+def contract(phases: np.ndarray, r: float, about: float | None = None, iterations: int = 60) -> np.ndarray:
+    """`phases` drawn together about their mean phase ψ (each offset from ψ scaled by one factor, found by
+    bisection) until their order parameter is `r` (phases already that synchronised keep their spread), then
+    turned so that ψ = `about` when given. The network's rest configuration: the seeded phases at the agreement
+    a store at rest holds, centred where a memory of typical novelty puts them (ΔS = ½: π/2), so every memory
+    phase π·ΔS lies within a quarter turn of it and pulls the spaces the same way round."""
+    theta = np.asarray(phases, dtype=np.float64) % TWO_PI
+    target = min(max(float(r) if math.isfinite(r) else 1.0, 0.0), 1.0)
+    if theta.size == 0:
+        return theta
+    psi = order_parameter(theta)[1]
+    offsets = wrap(theta - psi)
+    if order_parameter(theta)[0] >= target:
+        return _turned(theta, about)
+    lo, hi = 0.0, 1.0  # factor 0: all at ψ (r = 1); factor 1: as given (r below the target)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if order_parameter(psi + mid * offsets)[0] >= target:
+            lo = mid
+        else:
+            hi = mid
+    return _turned(psi + lo * offsets, about)
+
+
+def _turned(phases: np.ndarray, about: float | None) -> np.ndarray:
+    """`phases` rotated together so that their mean phase is `about` (None or NaN: as they are)."""
+    if about is None or not math.isfinite(about):
+        return np.asarray(phases, dtype=np.float64) % TWO_PI
+    return (phases + float(about) - order_parameter(phases)[1]) % TWO_PI

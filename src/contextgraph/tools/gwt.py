@@ -119,7 +119,8 @@ TOOLS = (
         "get_kuramoto_sync",
         "gwt",
         "Get the Kuramoto oscillator network's synchronisation: order parameter r (0-1, 1 = synchronised), mean "
-        "phase psi, the 13 oscillator phases (one per embedding space), natural frequencies and coupling K.",
+        "phase psi, the 13 oscillator phases (one per embedding space), natural frequencies and coupling K. Memory "
+        "operations move the network; it holds between them.",
         SyncArgs,
         get_kuramoto_sync,
         keywords=("kuramoto", "sync", "oscillators", "phase", "order parameter", "coupling"),

@@ -94,6 +94,44 @@ def cluster_fit_from_distances(own: Sequence[float] | np.ndarray, other: Sequenc
     return _unit((silhouette(float(a_d.mean()), float(b_d.mean())) + 1.0) / 2.0)
 
 
+def neighbourhood_closeness(similarities: Sequence[float] | np.ndarray, k: int) -> float:
+    """The mean similarity of the 2nd to (k+1)-th nearest: how close the memory's neighbourhood stands, the single
+    nearest left out, since whether it restates one memory is ΔS's d₁ (a paraphrase is then as connected as a new
+    fact on its topic, not more). One neighbour: its similarity; none (or NaN) count as −1."""
+    s = np.sort(np.nan_to_num(np.asarray(similarities, dtype=np.float64).ravel(), nan=-1.0))[::-1]
+    if s.size == 0:
+        return -1.0
+    return float(s[1 : k + 1].mean()) if s.size > 1 else float(s[0])
+
+
+def cluster_closeness(distances: Sequence[Sequence[float]]) -> float:
+    """1 − a, a the smallest mean distance to one cluster's prototypes (`distances[c]`, NaN skipped): how close
+    the memory stands to the stored topic nearest it. No usable cluster → NaN (not measurable)."""
+    best = math.inf
+    for d in distances:
+        v = np.asarray([x for x in np.asarray(d, dtype=np.float64).ravel() if math.isfinite(x)])
+        if v.size:
+            best = min(best, float(v.mean()))
+    return 1.0 - best if math.isfinite(best) else math.nan
+
+
+def store_percentile(value: float, sample: Sequence[float] | np.ndarray) -> float:
+    """Where `value` stands among the store's own leave-one-out values of the same statistic (`sample`, sorted
+    ascending): the mid-rank (below + ½·equal + ½)/(n + 1) ∈ (0, 1), so a memory as connected as the store's
+    typical memory scores about 0.5, one below every stored memory about 0 and a duplicate about 1
+    (docs/utl.md#coherence). No sample → the raw value, clamped: nothing to compare with yet; NaN (not
+    measurable) → the neutral 0.5."""
+    s = np.asarray(sample, dtype=np.float64)
+    v = float(value)
+    if math.isnan(v):
+        return NEUTRAL_FIT
+    if s.size == 0:
+        return _unit(v)
+    below = int(np.searchsorted(s, v, side="left"))
+    equal = int(np.searchsorted(s, v, side="right")) - below
+    return _unit((below + 0.5 * equal + 0.5) / (s.size + 1))
+
+
 def consistency(history: Sequence[float], current: float | None = None) -> float:
     """How consistent coherence is with the recent history, scaled so the largest spread of values in [0, 1]
     (a variance of ¼) maps to 0:

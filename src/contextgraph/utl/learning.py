@@ -1,13 +1,15 @@
-"""The multi-space learning score and the lifecycle weights (docs/utl.md#learning-score).
+"""The multi-space learning score and the lifecycle weights (docs/utl.md#learning-score, docs/decisions.md#d22).
 
-    L = sigmoid(gain · (Σᵢ τᵢ λ_S ΔSᵢ) · (Σⱼ τⱼ λ_C ΔCⱼ) · wₑ · cos φ)
+    L = clip(wₑ · max(0, cos φ) · S^λ_S · C^λ_C, 0, 1),   S = Σᵢ τᵢ ΔSᵢ,  C = Σⱼ τⱼ ΔCⱼ
 
-τ the per-space teleological weights (normalised to sum 1; uniform until a teleological profile exists),
-λ_S/λ_C the lifecycle weights, wₑ = 0.5 + importance ∈ [0.5, 1.5] the emotional weight, and φ ∈ [0, π] the
-memory's own phase spread (docs/decisions.md#d19): the circular spread √(−2 ln r_m) of its 13 binding phases
-θᵢ = π(1 − aᵢ), aᵢ its agreement with its context in space i (`binding_phase_spread`). A memory whose spaces
-agree (all familiar, or all new) has φ ≈ 0; one that some spaces know and others do not has a large φ, and
-cos φ discounts what it teaches.
+a λ-weighted geometric mean of surprise and coherence: zero for a duplicate (S ≈ 0) and for a text unrelated to
+what is stored (C ≈ 0), highest for a new fact on a known topic. τ the per-space teleological weights (normalised
+to sum 1; uniform until a teleological profile exists), λ_S/λ_C the lifecycle weights (normalised to sum 1),
+wₑ = 0.5 + importance ∈ [0.5, 1.5] the emotional weight, and φ ∈ [0, π] the memory's own phase spread
+(docs/decisions.md#d19): the circular spread √(−2 ln r_m) of its 13 binding phases θᵢ = π(1 − aᵢ), aᵢ its
+agreement with its context in space i (`binding_phase_spread`). A memory whose spaces agree (all familiar, or
+all new) has φ ≈ 0; one that some spaces know and others do not has a large φ, and max(0, cos φ) discounts
+what it teaches.
 """
 
 from __future__ import annotations
@@ -57,6 +59,49 @@ def sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
+@dataclass(frozen=True, slots=True)
+class ScoreParts:
+    """What L is made of: `weight` = wₑ·max(0, cos φ), `surprise` S and `coherence` C (τ-weighted means), and
+    λ_S (λ_C = 1 − λ_S). L at another λ_S follows from them alone (`at`): Meta-UTL rescores its window so."""
+
+    weight: float
+    surprise: float
+    coherence: float
+    lambda_s: float
+
+    @property
+    def score(self) -> float:
+        return self.at(self.lambda_s)
+
+    def at(self, lambda_s: float) -> float:
+        lam = _clamp(lambda_s, 0.0, 1.0)
+        return _clamp(self.weight * self.surprise ** lam * self.coherence ** (1.0 - lam), 0.0, 1.0)
+
+
+def score_parts(
+    delta_s: Sequence[float],
+    delta_c: Sequence[float],
+    tau: Sequence[float],
+    lambda_s: float,
+    lambda_c: float,
+    emotional_weight: float = 1.0,
+    phase_spread: float = 0.0,
+    emotional_bounds: tuple[float, float] = (0.5, 1.5),
+) -> ScoreParts:
+    """The parts of L (D22). Inputs are clamped to their domains, so no input yields NaN or infinity; λ_S and λ_C
+    are normalised to sum 1 (both zero or unusable → ½ each)."""
+    if not (len(delta_s) == len(delta_c) == len(tau)):
+        raise ValueError(f"ΔS, ΔC and τ must have one value per space (got {len(delta_s)}, {len(delta_c)}, {len(tau)})")
+    weights = normalised(tau)
+    surprise = _clamp(sum(w * _clamp(s, 0.0, 1.0) for w, s in zip(weights, delta_s)), 0.0, 1.0)
+    coherence = _clamp(sum(w * _clamp(c, 0.0, 1.0) for w, c in zip(weights, delta_c)), 0.0, 1.0)
+    ls, lc = _clamp(lambda_s, 0.0, 1.0), _clamp(lambda_c, 0.0, 1.0)
+    lam = ls / (ls + lc) if ls + lc > 0.0 else 0.5
+    w_e = _clamp(emotional_weight, *emotional_bounds)
+    phi = _clamp(phase_spread, 0.0, math.pi)
+    return ScoreParts(w_e * max(0.0, math.cos(phi)), surprise, coherence, lam)
+
+
 def learning_score(
     delta_s: Sequence[float],
     delta_c: Sequence[float],
@@ -65,18 +110,11 @@ def learning_score(
     lambda_c: float,
     emotional_weight: float = 1.0,
     phase_spread: float = 0.0,
-    gain: float = 2.0,
     emotional_bounds: tuple[float, float] = (0.5, 1.5),
 ) -> float:
-    """L ∈ [0, 1]. Inputs are clamped to their domains, so no input yields NaN or infinity."""
-    if not (len(delta_s) == len(delta_c) == len(tau)):
-        raise ValueError(f"ΔS, ΔC and τ must have one value per space (got {len(delta_s)}, {len(delta_c)}, {len(tau)})")
-    weights = normalised(tau)
-    surprise = sum(w * lambda_s * _clamp(s, 0.0, 1.0) for w, s in zip(weights, delta_s))
-    coherence = sum(w * lambda_c * _clamp(c, 0.0, 1.0) for w, c in zip(weights, delta_c))
-    w_e = _clamp(emotional_weight, *emotional_bounds)
-    phi = _clamp(phase_spread, 0.0, math.pi)
-    return _clamp(sigmoid(gain * surprise * coherence * w_e * math.cos(phi)), 0.0, 1.0)
+    """L ∈ [0, 1] (D22): wₑ · max(0, cos φ) · S^λ_S · C^λ_C, clipped."""
+    return score_parts(delta_s, delta_c, tau, lambda_s, lambda_c, emotional_weight, phase_spread,
+                       emotional_bounds).score
 
 
 def emotional_weight(importance: float | None, default: float = 1.0,

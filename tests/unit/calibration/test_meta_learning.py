@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextgraph.calibration.meta_lambda import lambda_objective, lambda_step, rescale
+from contextgraph.calibration.meta_lambda import lambda_objective, lambda_step, log_ratio, rescale
 from contextgraph.constitution import constitution
 from contextgraph.errors import UtlError
 from contextgraph.services.engine.meta_learning import MetaLearningService
@@ -27,8 +27,49 @@ def test_rescale_is_exact_under_the_learning_score_formula() -> None:
     tau = learning.normalised([1.0] * 13)
     ds, dc = [0.7] * 13, [0.4] * 13
     at = [learning.learning_score(ds, dc, tau, lam, 1 - lam, 1.2, 0.3) for lam in (0.3, 0.5, 0.8)]
-    assert rescale([at[0]], [0.3], 0.5)[0] == pytest.approx(at[1], abs=1e-9)
-    assert rescale([at[0]], [0.3], 0.8)[0] == pytest.approx(at[2], abs=1e-9)
+    parts = learning.score_parts(ds, dc, tau, 0.3, 0.7, 1.2, 0.3)
+    d = [log_ratio(parts.surprise, parts.coherence)]
+    assert parts.score == pytest.approx(at[0], abs=1e-12)
+    assert rescale([at[0]], [0.3], 0.5, d)[0] == pytest.approx(at[1], abs=1e-9)
+    assert rescale([at[0]], [0.3], 0.8, d)[0] == pytest.approx(at[2], abs=1e-9)
+
+
+def scored_session(meta: MetaLearningService, n: int, true_lambda: float, seed: int, count: int = 100) -> None:
+    """Operations whose L̂ (from E1 alone) misjudges the surprise/coherence balance: L − L̂ vanishes at λ_S =
+    `true_lambda` only. L and L̂ are scored by utl.learning at the λ the service serves, as the engine does."""
+    rng = np.random.default_rng(seed)
+    tau = [1.0] * 13
+    for _ in range(n):
+        lam = meta.stage(count).lambda_s
+        s_true, c_true = rng.uniform(0.2, 0.9), rng.uniform(0.2, 0.4)
+        s_pred = float(np.clip(s_true * rng.uniform(0.7, 0.95), 0.01, 1.0))
+        # the prediction's C is such that both agree exactly at true_lambda
+        c_pred = float(np.clip(c_true * (s_true / s_pred) ** (true_lambda / (1 - true_lambda)), 0.01, 1.0))
+        actual = learning.score_parts([s_true] * 13, [c_true] * 13, tau, lam, 1 - lam)
+        predicted = learning.score_parts([s_pred] * 13, [c_pred] * 13, tau, lam, 1 - lam)
+        meta.observe(count, actual.score, predicted.score, lam, (actual, predicted))
+
+
+def test_the_search_identifies_lambda_not_only_its_product() -> None:
+    """Under the sigmoid form λ_S and 1 − λ_S scored alike, so the search could not tell 0.7 from 0.3."""
+    meta = MetaLearningService(constitution(), background=False)
+    meta.prior_weight = 0.01
+    scored_session(meta, 100, true_lambda=0.7, seed=11)
+    result = meta.search("manual", "test")
+    assert result["lambda_after"]["lambda_s"] == pytest.approx(0.7, abs=0.05)
+    assert result["accuracy_after"] > result["accuracy_before"]
+
+
+def test_lambda_moves_on_a_biased_session_and_comes_back() -> None:
+    meta = MetaLearningService(constitution(), background=False)
+    meta.floor = 0.0  # the per-operation rule alone
+    start = meta.stage(100).lambda_s
+    session(meta, 400, bias=0.3, noise=0.05, seed=12)  # L above L̂: novelty weighs more
+    moved = meta.stage(100).lambda_s
+    session(meta, 400, bias=-0.3, noise=0.05, seed=13)  # then below: back
+    back = meta.stage(100).lambda_s
+    assert moved > start + 0.08
+    assert abs(back - start) < 0.03
 
 
 @settings(max_examples=100, deadline=None)
@@ -90,10 +131,10 @@ def test_the_search_never_worsens_the_objective_and_reports_accuracy() -> None:
     assert result["objective_after"] <= result["objective_before"]
     assert 0.1 <= result["lambda_after"]["lambda_s"] <= 0.9
     assert result["lambda_after"]["lambda_s"] + result["lambda_after"]["lambda_c"] == pytest.approx(1.0)
-    a, p, t = (np.asarray(c) for c in zip(*meta.window))
+    a, p, t, da, dp = (np.asarray(c) for c in zip(*meta.window))
     prior = learning.lifecycle(100, constitution()["utl"]["lifecycle"]).lambda_s
     grid = np.linspace(0.1, 0.9, 801)
-    best = min(lambda_objective(a, p, t, g, prior, 0.5) for g in grid)
+    best = min(lambda_objective(a, p, t, g, prior, 0.5, da, dp) for g in grid)
     assert result["objective_after"] <= best + 0.002  # the GP found the grid's minimum
 
 

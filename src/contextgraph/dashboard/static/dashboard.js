@@ -57,7 +57,7 @@
   }
 
   // -- Now ---------------------------------------------------------------------------------------------------
-  const osc = { phases: null, omegas: null, K: 0, last: 0 };
+  const osc = { phases: null, K: 0 };
 
   function setMetric(name, value) {
     for (const node of document.querySelectorAll(`[data-metric="${name}"]`)) {
@@ -82,12 +82,12 @@
       if (node) { node.textContent = numberText(phase); node.dataset.value = numberText(phase); }
     });
     const k = now.kuramoto;
-    osc.phases = k.phases.slice(); osc.omegas = k.natural_freqs.slice(); osc.K = k.coupling; osc.last = performance.now();
+    osc.phases = k.phases.slice(); osc.K = k.coupling;
     osc.serverR = k.r; osc.serverPsi = k.psi;
     drawKuramoto();
 
     $("now-at").textContent = `the server's numbers at ${new Date(now.at * 1000).toLocaleTimeString()}` +
-      (LIVE ? "; between pushes the circle moves by the same equation, so its r and ψ run ahead of the card's" : "");
+      (LIVE ? "; the oscillators move only with memory operations (the agent's clock), so they hold between pushes" : "");
     const pulse = now.pulse, memetic = now.memetic, c = now.consciousness;
     fill($("pulse-box"), el("h3", {}, "Pulse"), dl([
       ["Quadrant", el("span", { class: "badge q-" + String(pulse.quadrant).toLowerCase(), "data-field": "quadrant" }, pulse.quadrant)],
@@ -173,18 +173,6 @@
     if (!osc.phases) return;
     const drawn = CG.drawOscillators($("kuramoto-svg"), osc.phases, SPACES);
     $("kuramoto-caption").textContent = `r = ${drawn.r.toFixed(3)}, ψ = ${drawn.psi.toFixed(3)} rad, K = ${osc.K}` + (LIVE ? " (live)" : " (snapshot)");
-  }
-
-  // Between the server's pushes the page integrates the same equation with the network's ω and K, so the
-  // oscillators move smoothly; each push snaps them back to the server's phases.
-  function animate(t) {
-    if (osc.phases) {
-      let dt = Math.min((t - osc.last) / 1000, 0.5);
-      osc.last = t;
-      while (dt > 1e-6) { const h = Math.min(dt, 0.01); osc.phases = CG.kuramotoStep(osc.phases, osc.omegas, osc.K, h); dt -= h; }
-      drawKuramoto();
-    }
-    requestAnimationFrame(animate);
   }
 
   // -- History ---------------------------------------------------------------------------------------------
@@ -394,7 +382,6 @@
   window.__dashboardFirstRenderMs = performance.now();
 
   if (LIVE) {
-    requestAnimationFrame(animate);
     const status = $("live-status");
     let source = null;
     // Each push is a handful of tool calls (logged like any other): a tab nobody looks at closes its stream and

@@ -7,8 +7,8 @@ workspace is empty from start-up, so after `empty_workspace_seconds` the pulse s
 
 The memory core calls `record()` for each inject; each record also nudges the Kuramoto network
 (services.gwt.OscillatorNetwork, owned here) and scores how well the engine's running learning score predicted
-that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the network's live phase spread φ,
-which advances the oscillators lazily (a few steps at most). The workspace calls
+that operation's own (meta_accuracy, the R of C = I·R·D). The pulse reads the network's phase spread φ (after
+any idle relaxation owed: the network moves only with operations, docs/decisions.md#d23). The workspace calls
 `workspace_occupied()`. Each record also scores the prediction (MetaScore, utl.meta) and moves the SELF_EGO_NODE:
 its purpose vector joins the trajectory and identity continuity is recomputed (gwt.ego). Requests for
 other subsystems (a dream, an acetylcholine rise) go to the `request_listeners` and are kept in `requests`.
@@ -22,8 +22,8 @@ falls back to the running score as the prediction and an L computed from its ΔS
 Persistence: `to_doc()`/`load_doc()`; the memory service writes the document to LMDB at most once per
 `persistence.save_interval_seconds` during activity and on close, and loads it when it opens the store. The
 document carries the wall-clock time it was written: a process that loads it (the CLI and hook path start one
-per call) owes the network the time elapsed since, which its next read integrates lazily (bounded by
-`max_lazy_steps`), so the oscillators move between calls instead of resuming where the last process stopped.
+per call) counts the time elapsed since as idle, so the network relaxes between calls as a server's would
+(services.gwt: the agent's clock, docs/decisions.md#d23).
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ class CognitiveState:
         self._rules = PulseRules.from_constitution(constitution, tools)
         self._alpha = float(constitution.get("pulse.ewma_alpha"))
         self._stages = utl["lifecycle"]
-        self._gain = float(utl["learning_gain"])
         bounds = utl["emotional_weight"]
         self._emotional_bounds = (float(bounds["min"]), float(bounds["max"]))
         self.spaces = int(utl["spaces"])
@@ -159,7 +158,7 @@ class CognitiveState:
         if len(delta_s) != self.spaces or len(delta_c) != self.spaces:
             raise ValueError(f"need {self.spaces} ΔS and ΔC values, got {len(delta_s)} and {len(delta_c)}")
         a = self._alpha
-        self.network.nudge(delta_s, delta_c)
+        self.network.nudge(delta_s)
         phi = self.network.phase_spread()
         r = self.network.read().r
         own = _finite(learning_score)
@@ -168,7 +167,7 @@ class CognitiveState:
             stage = self.lifecycle
             if own is None:
                 actual = learning.learning_score(delta_s, delta_c, self.tau, stage.lambda_s, stage.lambda_c,
-                                                 self.emotional_weight, phi, self._gain, self._emotional_bounds)
+                                                 self.emotional_weight, phi, self._emotional_bounds)
             else:
                 actual = own
                 self._operation_score = (own if self._operation_score is None
@@ -344,7 +343,6 @@ class CognitiveState:
             stage.lambda_c,
             self.emotional_weight,
             self.phase_spread,
-            self._gain,
             self._emotional_bounds,
         )
 
@@ -373,7 +371,7 @@ def utl_status(cognition: CognitiveState, memory_count: int) -> dict[str, Any]:
                       for sp, ds, dc in zip(SPACES, s["delta_s"], s["delta_c"])},
         "consolidation_phase": cognition.consolidation_phase(),
         "method": "entropy and coherence are EWMAs of the per-space ΔS and ΔC of recent memory operations; the "
-                  "learning score is the EWMA of each operation's own L = sigmoid(2·ΣτλSΔS·ΣτλCΔC·wₑ·cos φ), φ the "
+                  "learning score is the EWMA of each operation's own L = wₑ·max(0, cos φ)·S^λS·C^λC, φ the "
                   "memory's binding phase spread (docs/utl.md); before any such operation, that formula on the "
                   "averages with the network's phase spread",
     }

@@ -11,7 +11,9 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
          before); E7 is the mean of that and cosine; E5 cause→cause and effect→effect; E6/E13 term sets with
          the idf-weighted share of unseen terms; E9 Hamming; E11 adds TransE for a relation the store knows;
          E12 MaxSim.
-    ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c):
+    ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c), Connectivity and ClusterFit each
+         ranked among the same statistics of the store's leave-one-out memories (a percentile; raw until the
+         store model has a sample):
          Connectivity  how far the k nearest stand above the store's baseline similarity in that space (the
                        median similarity of memories in different clusters; the constitution's
                        connectivity_threshold until there are clusters): mean of (s − θ)/(1 − θ) clipped to
@@ -22,9 +24,10 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
                        from every cluster < 0.5
          Consistency   1 − 4·mean squared difference of the engine's recent per-operation coherence from this
                        operation's own (its coherence with full consistency)
-    L    = sigmoid(2·Στλ_S ΔS · Στλ_C ΔC · wₑ · cos φ) with φ the memory's own binding spread (docs/utl.md): its
-         13 phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated familiarity), τ
-         uniform until a teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
+    L    = wₑ · max(0, cos φ) · S^λ_S · C^λ_C (D22), S and C the τ-weighted ΔS and ΔC, φ the memory's own binding
+         spread (docs/utl.md): its phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated
+         familiarity) in the ten content spaces (E2-E4, when it was stored, left out), τ uniform until a
+         teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
     L̂    the engine's prediction before the other spaces are scored: the same formula from E1 alone (ΔS₁, ΔC₁ in
          every space, φ = 0); meta-cognition compares it with L (MetaScore, utl.meta).
 
@@ -43,6 +46,7 @@ O(1/n) and it is not refitted per call.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,7 +66,7 @@ from contextgraph.services.engine.store_model import (
     TranslationFits,
     relation_vectors,
 )
-from contextgraph.services.engine.store_sample import fit_clusters, sample_fingerprints
+from contextgraph.services.engine.store_sample import cluster_distances, fit_clusters, sample_fingerprints
 from contextgraph.storage.base import MemoryStore, SearchIndexes
 from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_c as dc
@@ -74,6 +78,7 @@ from contextgraph.vectors import clip_unit
 GAUSSIAN_SPACES = (1, 7)  # E1 by Mahalanobis alone; E7 hybrid (Mahalanobis + cosine)
 SPARSE_SPACES = (6, 13)
 GRAPH_SPACE = 8
+TIME_SPACES = (2, 3, 4)  # temporal: recency, periodicity, position
 LATE_INTERACTION = 12
 
 
@@ -82,6 +87,7 @@ class DeltaScComputer:
         utl = constitution["utl"]
         self.k = int(utl["knn_k"])
         self.threshold = float(utl["johari_threshold"])
+        self.connectivity_neighbours = int(utl["connectivity_neighbours"])
         self.connect = float(constitution["memory"]["connectivity_threshold"])
         self.weights = dict(utl["delta_c_weights"])
         self.empty_s = float(utl["empty_store_delta_s"])
@@ -89,7 +95,6 @@ class DeltaScComputer:
         self.stages = utl["lifecycle"]
         # the lifecycle stage's λ → the λ the engine uses (Meta-UTL's learned λ; identity until attached)
         self.lambda_policy: Callable[[learning.Lifecycle], learning.Lifecycle] = lambda stage: stage
-        self.gain = float(utl["learning_gain"])
         bounds = utl.get("emotional_weight", {}) or {}
         self.emotional_bounds = (float(bounds.get("min", 0.5)), float(bounds.get("max", 1.5)))
         g = utl["gaussian"]
@@ -181,12 +186,14 @@ class DeltaScComputer:
         rng = random.Random(store.last_seq() + 1)
         loo_seqs = sorted(rng.sample(seqs, loo_n)) if loo_n < len(seqs) else list(seqs)
         stats: dict[str, list[float]] = {}
+        coherence: dict[str, list[float]] = {}  # the raw connectivity and cluster fit ΔC ranks a memory among
         cache: dict[int, Fingerprint] = {s: f for s, f in zip(loo_seqs, store.fingerprints(loo_seqs)) if f is not None}
         for seq in loo_seqs:
             fp = cache.get(seq)
             if fp is None:
                 continue
             ranked, neighbourhood = self._neighbours(store, indexes, fp, frozenset({seq}), cache)
+            cluster_dists = cluster_distances(partial.clusters, by_space, fp, frozenset({seq}), self.considered)
             for space in SPACES:
                 fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
                 if not fps:
@@ -194,11 +201,15 @@ class DeltaScComputer:
                 sims = space_similarities(by_space, space, fp, fps)
                 for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
                     stats.setdefault(key, []).append(g)
+                conn, fit = self._raw_coherence(partial, space.id, sims, cluster_dists, ranked=True)
+                coherence.setdefault(f"E{space.id}/connectivity", []).append(conn)
+                if math.isfinite(fit):
+                    coherence.setdefault(f"E{space.id}/cluster_fit", []).append(fit)
         calibration = {key: cal.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
         ref_seqs = seqs if len(seqs) <= self.reference_size else sorted(rng.sample(seqs, self.reference_size))
         reference = tuple(f for f in store.fingerprints(ref_seqs) if f is not None)
         return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
-                          reference=reference)
+                          reference=reference, coherence={k: np.sort(v) for k, v in coherence.items()})
 
     # -- one computation ---------------------------------------------------------------------------------------
     def _neighbours(self, store: MemoryStore, indexes: SearchIndexes, fingerprint: Fingerprint, exclude: frozenset[int],
@@ -227,7 +238,7 @@ class DeltaScComputer:
         timings = {"neighbours": _ms(started)}
         model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
         timings["model"] = _ms(started) - timings["neighbours"]
-        cluster_dists = self._cluster_distances(model, by_space, fingerprint, exclude)
+        cluster_dists = cluster_distances(model.clusters, by_space, fingerprint, exclude, self.considered)
         partial = []
         for space in SPACES:
             fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
@@ -252,45 +263,17 @@ class DeltaScComputer:
         count = store.count()
         stage = self.lambda_policy(learning.lifecycle(count, self.stages))
         w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
-        phi = learning.binding_phase_spread(s_values)
-        score = learning.learning_score(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
-                                        self.gain, self.emotional_bounds)
-        predicted = learning.learning_score([s_values[0]] * len(SPACES), [c_values[0]] * len(SPACES), weights,
-                                            stage.lambda_s, stage.lambda_c, w_e, 0.0, self.gain,
-                                            self.emotional_bounds)
+        # φ over the content spaces: E2-E4 say when a memory was stored, and every memory of a session is familiar
+        # to them, so their agreement would discount exactly the novel content L should reward (D22)
+        phi = learning.binding_phase_spread([v for sp, v in zip(SPACES, s_values) if sp.id not in TIME_SPACES])
+        parts = learning.score_parts(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
+                                     self.emotional_bounds)
+        predicted = learning.score_parts([s_values[0]] * len(SPACES), [c_values[0]] * len(SPACES), weights,
+                                         stage.lambda_s, stage.lambda_c, w_e, 0.0, self.emotional_bounds)
         timings["total"] = _ms(started)
-        return DeltaSc(results, consistency, entropy, coherence, score, classify(entropy, coherence, self.threshold),
-                       stage, self.threshold, timings, neighbourhood, predicted, phi, w_e, count)
-
-    def _cluster_distances(self, model: StoreModel, by_space: Mapping[int, Any], fp: Fingerprint,
-                           exclude: frozenset[int]) -> dict[int, list[tuple[np.ndarray, float]]]:
-        """Per space, for the `considered` clusters nearest in E1: (distances to the cluster's prototypes, the
-        cluster's separation b). The scored memory is left out of the prototypes."""
-        cl = model.clusters
-        if cl is None:
-            return {}
-        v = np.nan_to_num(np.asarray(fp[1], dtype=np.float64))
-        norm = np.linalg.norm(v)
-        near = np.argsort(-(cl.centroids @ (v / norm if norm > 0 else v)), kind="stable")[: self.considered]
-        chosen, rows = [], []
-        for c in near.tolist():
-            keep = [cl.prototype_starts[c] + i for i, s in enumerate(cl.members[c]) if s not in exclude]
-            if keep:
-                chosen.append((c, keep))
-                rows.extend(keep)
-        out: dict[int, list[tuple[np.ndarray, float]]] = {}
-        flat = cl.prototype_columns.take(rows)
-        bounds = np.cumsum([0] + [len(keep) for _, keep in chosen])
-        for space in SPACES:  # one similarity call per space over every chosen prototype
-            if space.id == LATE_INTERACTION:
-                continue
-            dist = 1.0 - space_similarities(by_space, space, fp, flat)
-            out[space.id] = [(dist[bounds[j]:bounds[j + 1]], float(cl.separation[space.id][c]))
-                             for j, (c, _) in enumerate(chosen)]
-        # E12's MaxSim over every prototype's token matrix costs more than the rest together; its ClusterFit
-        # is E1's, as its neighbours are E1's
-        out[LATE_INTERACTION] = out[1]
-        return out
+        return DeltaSc(results, consistency, entropy, coherence, parts.score,
+                       classify(entropy, coherence, self.threshold), stage, self.threshold, timings, neighbourhood,
+                       predicted.score, phi, w_e, count, parts, predicted)
 
     def _space(self, store: MemoryStore, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint,
                fps: list, edge_weights: Sequence[float], triples: Sequence[Any], own_triples: Sequence[Any],
@@ -305,13 +288,30 @@ class DeltaScComputer:
             sims = space_similarities(by_space, space, fp, fps)
         stats = self._statistics(model, by_space, sid, fp, fps, sims)
         delta_s, method = self._novelty(store, model, sid, stats, triples, own_triples, len(fps))
-        baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
-        conn = dc.graded_connectivity(np.sort(sims)[::-1][: self.k], self.connect if baseline is None else baseline)
-        if sid == GRAPH_SPACE and len(edge_weights):
+        conn, fit = self._raw_coherence(model, sid, sims, cluster_dists, ranked=bool(model.coherence))
+        # ranked among the store's own leave-one-out memories, as ΔS is calibrated (docs/utl.md#coherence): an
+        # unrelated text is less connected than every stored memory, whatever the space's raw scale
+        conn = model.coherence_percentile(f"E{sid}/connectivity", conn)
+        fit = model.coherence_percentile(f"E{sid}/cluster_fit", fit)
+        if sid == GRAPH_SPACE and len(edge_weights):  # the vertex's own edges: already a judged connection
             conn = dc.connectivity(edge_weights, 0.0)
-        pairs = cluster_dists.get(sid, [])
-        fit = dc.cluster_silhouette([d for d, _ in pairs], [b for _, b in pairs]) if pairs else dc.NEUTRAL_FIT
         return sid, delta_s, method, conn, fit, len(fps)
+
+    def _raw_coherence(self, model: StoreModel, sid: int, sims: np.ndarray,
+                       cluster_dists: Mapping[int, list], ranked: bool) -> tuple[float, float]:
+        """(connectivity, cluster fit) of one space before they are ranked against the store. `ranked` (there is
+        a leave-one-out sample to rank against, or this builds it): the statistics ranked are the closeness of
+        the neighbourhood and of the nearest cluster (utl.delta_c), unclipped, so nothing ties at a floor and an
+        unrelated text ranks below the store's loosest memories; else the graded connectivity and silhouette."""
+        pairs = cluster_dists.get(sid, [])
+        if ranked:
+            closeness = dc.cluster_closeness([d for d, _ in pairs]) if pairs else math.nan
+            return dc.neighbourhood_closeness(sims, self.connectivity_neighbours), closeness
+        best = np.sort(clip_unit(np.asarray(sims, dtype=np.float64)))[::-1][: self.k]
+        baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
+        conn = dc.graded_connectivity(best, self.connect if baseline is None else baseline)
+        fit = dc.cluster_silhouette([d for d, _ in pairs], [b for _, b in pairs]) if pairs else dc.NEUTRAL_FIT
+        return conn, fit
 
     def _statistics(self, model: StoreModel, by_space: Mapping[int, Any], sid: int, fp: Fingerprint, fps: list,
                     sims: np.ndarray) -> dict[str, float]:

@@ -42,6 +42,9 @@ class DeltaSc:
     phase_spread: float = 0.0  # φ, the memory's own binding spread (D19)
     emotional_weight: float = 1.0
     memory_count: int = 0  # the store's size it was measured against (the lifecycle stage's input)
+    # what L and L̂ are made of (D22): Meta-UTL rescores them at another λ from these
+    parts: learning.ScoreParts | None = None
+    predicted_parts: learning.ScoreParts | None = None
 
     @property
     def delta_s(self) -> list[float]:

@@ -1,10 +1,17 @@
-"""The Kuramoto network's live state (docs/engine.md): 13 phases, the coupling K and the time of the last read.
+"""The Kuramoto network's live state (docs/engine.md#kuramoto-network): 13 phases and the coupling K, on the
+agent's clock (docs/decisions.md#d23).
 
-Nothing ticks in the background: every read integrates the time elapsed since the previous one (bounded, see
-gwt.kuramoto.advance), so an idle server burns no CPU and a busy one pays ~10 µs per 10 ms of dynamics. Memory
-operations nudge the phases (CognitiveState.record → nudge). One lock; the math is in gwt.kuramoto.
+Operations drive the oscillators: each memory operation integrates `operation_seconds` of the Kuramoto dynamics
+(natural frequencies and coupling) and then pulls each space's phase `nudge_gain` of the way toward the memory's
+own phase in that space, π·ΔSᵢ (its binding phase, D19). r then says how far the spaces agreed about the
+session's recent memory work. Between operations nothing moves: the state holds for `rest.hold_seconds` idle,
+then relaxes toward the rest configuration (the seeded phases drawn together to `rest.r` about π/2, the phase
+of a memory of typical novelty) with a half-life of
+`rest.half_life_seconds`. Nothing ticks in the background; reads apply the relaxation lazily. A wall-clock
+network returned to oscillator noise within seconds of any operation, so r, C and identity continuity said
+nothing about the work. One lock; the math is in gwt.kuramoto.
 
-Persisted with the engine state (services.cognition.to_doc): phases and K survive a restart.
+Persisted with the engine state (services.cognition.to_doc): phases, K and the idle time survive a restart.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ class SyncSnapshot:
     r: float
     psi: float
     coupling: float
-    steps: int  # integration steps this read took (0 when no time had passed)
+    steps: int  # integration steps the last operation took (the network moves only with operations)
 
 
 class OscillatorNetwork:
@@ -42,38 +49,45 @@ class OscillatorNetwork:
         self.k_min = float(k["coupling"]["min"])
         self.k_max = float(k["coupling"]["max"])
         self.dt = float(k["dt_seconds"])
-        self.max_steps = int(k["max_lazy_steps"])
-        self.pulse_max_steps = int(k["pulse_max_steps"])
+        self.operation_seconds = float(k["operation_seconds"])
         self.nudge_gain = float(k["nudge_gain"])
         self.predict_seconds = float(k["predict_seconds"])
+        rest = k["rest"]
+        self.rest_r = float(rest["r"])
+        self.hold_seconds = float(rest["hold_seconds"])
+        self.half_life = float(rest["half_life_seconds"])
         self.measured_r = [tuple(map(float, p)) for p in k.get("measured_r", ())] or None
         self._coupling = kur.clamp_coupling(float(k["coupling"]["default"]), self.k_min, self.k_max)
         rng = np.random.default_rng(int(k["initial_phase_seed"]))
-        self._phases = rng.uniform(0.0, kur.TWO_PI, int(k["oscillators"]))
-        self._last = clock()
+        self.rest_phases = kur.contract(rng.uniform(0.0, kur.TWO_PI, int(k["oscillators"])), self.rest_r,
+                                        about=0.5 * np.pi)
+        self._phases = self.rest_phases.copy()
+        self._active = clock()  # the last operation: idle time counts from here
+        self._relaxed = self._active  # relaxation is applied up to this time
+        self._steps = 0
         self._r, self._psi = kur.order_parameter(self._phases)
 
-    def _advance(self, max_steps: int) -> int:
-        """Integrate up to now (caller holds the lock)."""
+    def _relax(self) -> None:
+        """Apply the idle relaxation owed up to now (caller holds the lock): none during the hold."""
         now = self._clock()
-        elapsed = now - self._last
-        self._phases, steps = kur.advance(self._phases, self.omegas, self._coupling, elapsed, max_steps, self.dt)
-        # Carry the part of a step not yet integrated, so frequent reads do not slow the network down; time
-        # beyond the step cap is dropped (see kuramoto.advance).
-        self._last = now if steps >= max_steps or elapsed < 0 else self._last + steps * self.dt
-        if steps:
-            self._r, self._psi = kur.order_parameter(self._phases)
-        return steps
+        start = max(self._relaxed, self._active + self.hold_seconds)
+        if now <= start:
+            return
+        factor = 0.5 ** ((now - start) / self.half_life) if self.half_life > 0 else 0.0
+        self._phases = kur.relax(self._phases, self.rest_phases, factor)
+        self._relaxed = now
+        self._r, self._psi = kur.order_parameter(self._phases)
 
     def read(self) -> SyncSnapshot:
         with self._lock:
-            steps = self._advance(self.max_steps)
-            return SyncSnapshot(tuple(float(p) for p in self._phases), self._r, self._psi, self._coupling, steps)
+            self._relax()
+            return SyncSnapshot(tuple(float(p) for p in self._phases), self._r, self._psi, self._coupling,
+                                self._steps)
 
     def phase_spread(self) -> float:
-        """φ for the pulse: advance with the pulse's small step cap, then the circular spread of the phases."""
+        """φ for the pulse: the circular spread of the phases (after any idle relaxation owed)."""
         with self._lock:
-            self._advance(self.pulse_max_steps)
+            self._relax()
             return kur.phase_spread(self._r)
 
     @property
@@ -83,7 +97,6 @@ class OscillatorNetwork:
     def set_coupling(self, new_k: float) -> tuple[float, float, float]:
         """(old K, applied K, predicted r at the applied K by simulation from the current phases)."""
         with self._lock:
-            self._advance(self.max_steps)  # the old K governed the time up to now
             old = self._coupling
             self._coupling = kur.clamp_coupling(new_k, self.k_min, self.k_max)
             phases = self._phases.copy()
@@ -91,31 +104,48 @@ class OscillatorNetwork:
         predicted = kur.predict_r(phases, self.omegas, applied, self.predict_seconds, self.dt, self.measured_r)
         return old, applied, predicted
 
-    def nudge(self, delta_s: Sequence[float], delta_c: Sequence[float]) -> None:
+    def nudge(self, delta_s: Sequence[float]) -> None:
+        """One memory operation: `operation_seconds` of the dynamics, then each space's phase pulled toward the
+        memory's own (kuramoto.memory_phases)."""
         with self._lock:
-            # the pulse's small cap: this runs inside inject_context, whose budget is 40 ms
-            self._advance(self.pulse_max_steps)
-            self._phases = kur.nudge(self._phases, delta_s, delta_c, self.nudge_gain)
+            self._relax()
+            self._phases, self._steps = kur.advance(self._phases, self.omegas, self._coupling,
+                                                    self.operation_seconds, int(self.operation_seconds / self.dt) + 1,
+                                                    self.dt)
+            self._phases = kur.pull(self._phases, kur.memory_phases(delta_s), self.nudge_gain)
+            self._active = self._relaxed = self._clock()
             self._r, self._psi = kur.order_parameter(self._phases)
-
 
     def to_doc(self) -> dict[str, Any]:
         with self._lock:
-            return {"phases": [float(p) for p in self._phases], "coupling": self._coupling}
+            self._relax()
+            now = self._clock()
+            return {"phases": [float(p) for p in self._phases], "coupling": self._coupling,
+                    "idle_seconds": max(now - self._active, 0.0), "relaxed_seconds": max(now - self._relaxed, 0.0)}
 
     def load_doc(self, doc: dict[str, Any], elapsed: float = 0.0) -> None:
-        """Restore phases and K. `elapsed`: seconds since the document was saved (the engine passes the
-        wall-clock time); the next read integrates them lazily like any other time (at most `max_lazy_steps`
-        steps), so a process per call (CLI, hooks) sees the network move between calls."""
+        """Restore phases, K and the idle time. `elapsed`: seconds since the document was saved (the engine passes
+        the wall-clock time); they count as idle, so a process per call (CLI, hooks) relaxes like a server that
+        sat idle as long."""
         phases = np.asarray(doc.get("phases", ()), dtype=np.float64)
         if phases.shape != self._phases.shape or not np.all(np.isfinite(phases)):
             return
+        owed = max(float(elapsed), 0.0) if elapsed == elapsed else 0.0
         with self._lock:
             self._phases = np.mod(phases, kur.TWO_PI)
             self._coupling = kur.clamp_coupling(float(doc.get("coupling", self._coupling)), self.k_min, self.k_max)
-            owed = min(max(float(elapsed), 0.0), self.max_steps * self.dt) if elapsed == elapsed else 0.0
-            self._last = self._clock() - owed
+            now = self._clock()
+            self._active = now - owed - _seconds(doc.get("idle_seconds"))
+            self._relaxed = now - owed - _seconds(doc.get("relaxed_seconds"))
             self._r, self._psi = kur.order_parameter(self._phases)
+
+
+def _seconds(value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return v if v == v and 0.0 <= v < float("inf") else 0.0
 
 
 # -- status views (read by tools/gwt.py) ------------------------------------------------------------------------
@@ -161,7 +191,8 @@ def consciousness_state(cognition: Any, states: dict[str, float], workspace: Any
                                   else round(state["now"] - state["workspace_empty_since"], 3))},
         "thresholds": dict(states),
         "sources": {
-            "I": "the Kuramoto order parameter r, integrated up to this call",
+            "I": "the Kuramoto order parameter r: how far the spaces agreed about the recent memory operations, "
+                 "which drive the network (it holds between them, then relaxes toward rest)",
             "R": "sigmoid(4·meta_accuracy − 2); meta_accuracy = 1 − mean |L_predicted − L_actual| over the recent "
                  "inject operations, where L_predicted is the engine's running learning score before the "
                  "operation and L_actual the operation's own (prior 0.5 before any)",

@@ -1,7 +1,8 @@
 """Meta-UTL (docs/engine.md#meta-utl): the engine learns its own λ from how well it predicts what an operation teaches.
 
 Every stored memory brings its learning score L and the engine's prediction L̂ (services.delta_sc: L̂ from E1
-alone, before the other spaces are scored), both at the λ this service served. An error |L − L̂| above the
+alone, before the other spaces are scored), both at the λ this service served, with what each is made of
+(d = ln S − ln C, so the search can rescore them at another λ: calibration.meta_lambda). An error |L − L̂| above the
 threshold moves λ_S by α·(L − L̂) (calibration.meta_lambda), λ_C = 1 − λ_S, within the bounds; α is
 acetylcholine's level once the neuromodulation service is attached (`alpha_source`), the constitution's constant
 until then (the status says which). λ is kept as an offset from the lifecycle stage's prior, so a stage change
@@ -22,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from contextgraph.calibration import bayes
-from contextgraph.calibration.meta_lambda import accuracy, lambda_objective, lambda_step, rescale
+from contextgraph.calibration.meta_lambda import accuracy, lambda_objective, lambda_step, log_ratio, rescale
 from contextgraph.constitution import Constitution
 from contextgraph.errors import UtlError
 from contextgraph.log import get_logger
-from contextgraph.utl.learning import Lifecycle, lifecycle
+from contextgraph.utl.learning import Lifecycle, ScoreParts, lifecycle
 
 _log = get_logger("utl")
 _P = 6
@@ -52,7 +53,8 @@ class MetaLearningService:
         self._lock = threading.RLock()
         self.offset = 0.0  # λ_S − the lifecycle stage's λ_S
         self.memory_count = 0
-        self.window: deque[tuple[float, float, float]] = deque(maxlen=self.window_size)  # (L, L̂, λ_S then)
+        # (L, L̂, λ_S then, ln S − ln C of L, of L̂)
+        self.window: deque[tuple[float, float, float, float, float]] = deque(maxlen=self.window_size)
         self.log: deque[dict[str, Any]] = deque(maxlen=int(m["log_max"]))
         self.operations = 0
         self.adjustments = 0
@@ -78,16 +80,20 @@ class MetaLearningService:
         return Lifecycle(prior.stage, lam, 1.0 - lam)
 
     # -- operations -------------------------------------------------------------------------------------------
-    def observe(self, memory_count: int, actual: float, predicted: float, lambda_then: float) -> None:
-        """One operation's L and L̂, scored at λ_S = lambda_then."""
+    def observe(self, memory_count: int, actual: float, predicted: float, lambda_then: float,
+                parts: tuple[ScoreParts, ScoreParts] | None = None) -> None:
+        """One operation's L and L̂, scored at λ_S = lambda_then; `parts`: their utl.learning.ScoreParts (without
+        them the search treats this operation's L as independent of λ)."""
         if not (np.isfinite(actual) and np.isfinite(predicted)):
             return
+        ratios = (0.0, 0.0) if parts is None else (log_ratio(parts[0].surprise, parts[0].coherence),
+                                                   log_ratio(parts[1].surprise, parts[1].coherence))
         escalate = False
         with self._lock:
             self.memory_count = memory_count
             self.operations += 1
             self.since_escalation += 1
-            self.window.append((float(actual), float(predicted), float(lambda_then)))
+            self.window.append((float(actual), float(predicted), float(lambda_then), *ratios))
             self.dirty = True
             error = float(actual) - float(predicted)
             alpha, source = self.alpha()
@@ -119,7 +125,8 @@ class MetaLearningService:
     def search(self, kind: str, reason: str, start: float | None = None) -> dict[str, Any]:
         """The Bayesian λ_S search on the recorded window (escalation, trigger_lambda_recalibration)."""
         with self._lock:
-            actual, predicted, then = self._columns()
+            columns = self._columns()
+            actual, predicted, then, d_actual, d_predicted = columns
             before = self.stage()
             if start is not None:
                 self._move(before, float(start), kind, "the search starts from the given λ_S")
@@ -135,12 +142,10 @@ class MetaLearningService:
         b = self._settings["bayes"]
 
         def objective(x: np.ndarray) -> float:
-            return lambda_objective(actual, predicted, then, float(x[0]), prior, self.prior_weight)
+            return lambda_objective(actual, predicted, then, float(x[0]), prior, self.prior_weight, d_actual,
+                                    d_predicted)
 
-        # L depends on λ only through λ_S·λ_C, so λ_S and 1 − λ_S score alike: the search chooses that product on
-        # the side of 0.5 where λ_S is (at 0.5, where the errors point, as the per-operation rule would move it)
-        side = before.lambda_s - 0.5 if before.lambda_s != 0.5 else float(np.mean(actual - predicted))
-        box = (0.5, self.hi) if side >= 0 else (self.lo, 0.5)
+        box = (self.lo, self.hi)  # L sees λ itself (D22), not λ_S·λ_C: the whole range is identifiable
         result = bayes.gp_minimize(objective, [box], initial=int(b["initial"]),
                                    iterations=int(b["iterations"]), candidates=int(b["candidates"]),
                                    xi=float(b["xi"]), rng=np.random.default_rng(int(b["seed"])),
@@ -165,16 +170,17 @@ class MetaLearningService:
                 "objective_before": round(before_value, _P),
                 "objective_after": round(min(result.value, before_value), _P),
                 "operations_used": int(actual.size), "evaluations": result.evaluations,
-                "accuracy_before": _round(accuracy(*_rescaled(actual, predicted, then, before.lambda_s))),
-                "accuracy_after": _round(accuracy(*_rescaled(actual, predicted, then, after.lambda_s))),
+                "accuracy_before": _round(accuracy(*_rescaled(columns, before.lambda_s))),
+                "accuracy_after": _round(accuracy(*_rescaled(columns, after.lambda_s))),
                 "lifecycle_prior_lambda_s": prior}
 
     # -- helpers (lock held) ------------------------------------------------------------------------------------
-    def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """L, L̂, λ_S then, and the log ratios of L and L̂."""
         if not self.window:
-            return np.zeros(0), np.zeros(0), np.zeros(0)
+            return np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0)
         arr = np.asarray(self.window, dtype=np.float64)
-        return arr[:, 0], arr[:, 1], arr[:, 2]
+        return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4]
 
     def _move(self, before: Lifecycle, new_lambda_s: float, kind: str, reason: str, **detail: Any) -> None:
         if not self.lo <= new_lambda_s <= self.hi:
@@ -194,7 +200,7 @@ class MetaLearningService:
     # -- reports ------------------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         with self._lock:
-            actual, predicted, _ = self._columns()
+            actual, predicted = self._columns()[:2]
             stage = self.stage()
             prior = lifecycle(self.memory_count, self._stages)
             alpha, source = self.alpha()
@@ -240,7 +246,10 @@ class MetaLearningService:
             self.offset = float(doc["offset"])
             self.memory_count = int(doc["memory_count"])
             self.window.clear()
-            self.window.extend((float(a), float(p), float(t)) for a, p, t in doc["window"])
+            # a window saved before the log ratios were kept: those operations do not move with λ
+            self.window.extend((float(w[0]), float(w[1]), float(w[2]),
+                                float(w[3]) if len(w) > 3 else 0.0, float(w[4]) if len(w) > 4 else 0.0)
+                               for w in doc["window"])
             self.log.clear()
             self.log.extend(doc["log"])
             self.operations, self.adjustments = int(doc["operations"]), int(doc["adjustments"])
@@ -249,9 +258,9 @@ class MetaLearningService:
             self._seq = int(doc["seq"])
 
 
-def _rescaled(actual: np.ndarray, predicted: np.ndarray, then: np.ndarray,
-              lambda_s: float) -> tuple[np.ndarray, np.ndarray]:
-    return rescale(actual, then, lambda_s), rescale(predicted, then, lambda_s)
+def _rescaled(columns: tuple[np.ndarray, ...], lambda_s: float) -> tuple[np.ndarray, np.ndarray]:
+    actual, predicted, then, d_actual, d_predicted = columns
+    return rescale(actual, then, lambda_s, d_actual), rescale(predicted, then, lambda_s, d_predicted)
 
 
 def _round(v: float | None) -> float | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.storage.fingerprint_columns import FingerprintColumns
 from contextgraph.utl import calibration as cal
+from contextgraph.utl import delta_c as dc
 from contextgraph.utl import delta_s as ds
 from contextgraph.utl import transe
 
@@ -155,6 +156,9 @@ class StoreModel:
     # a uniform sample of stored fingerprints: the store's distribution of each space, what a candidate's
     # similarity to a context is normalised against (gwt.binding.context_agreements)
     reference: tuple[Fingerprint, ...] = ()
+    # per "E<i>/connectivity" and "E<i>/cluster_fit": the leave-one-out memories' raw values, sorted; ΔC reads a
+    # memory's connectivity and cluster fit as percentiles among them (utl.delta_c.store_percentile)
+    coherence: dict[str, np.ndarray] = field(default_factory=dict)
 
     @cached_property
     def reference_columns(self) -> FingerprintColumns:
@@ -164,6 +168,9 @@ class StoreModel:
 
     def calibrate(self, key: str, g: float) -> float:
         return self.calibration.get(key, cal.IDENTITY)(g)
+
+    def coherence_percentile(self, key: str, value: float) -> float:
+        return dc.store_percentile(value, self.coherence.get(key, np.zeros(0)))
 
     def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
         table = self.idf.get(space)

@@ -1,5 +1,6 @@
 """The samples of the store that the store model is fitted on: fingerprints drawn uniformly over sequence
-numbers, and the clusters of E1 vectors whose prototype members ΔC's cluster fit measures against."""
+numbers, the clusters of E1 vectors whose prototype members ΔC's cluster fit measures against, and a memory's
+distances to the clusters nearest it."""
 
 from __future__ import annotations
 
@@ -67,3 +68,34 @@ def fit_clusters(store: MemoryStore, by_space: Mapping[int, SpaceMeasure], seqs:
     separation[LATE_INTERACTION] = separation[1]
     baseline[LATE_INTERACTION] = baseline[1]
     return Clusters(centroids, members, member_fps, separation, baseline)
+
+
+def cluster_distances(clusters: Clusters | None, by_space: Mapping[int, SpaceMeasure], fp: Fingerprint,
+                      exclude: frozenset[int], considered: int) -> dict[int, list[tuple[np.ndarray, float]]]:
+    """Per space, for the `considered` clusters nearest `fp` in E1: (its distances to the cluster's prototypes,
+    the cluster's separation b). `exclude` (the scored memory) is left out of the prototypes."""
+    cl = clusters
+    if cl is None:
+        return {}
+    v = np.nan_to_num(np.asarray(fp[1], dtype=np.float64))
+    norm = np.linalg.norm(v)
+    near = np.argsort(-(cl.centroids @ (v / norm if norm > 0 else v)), kind="stable")[:considered]
+    chosen, rows = [], []
+    for c in near.tolist():
+        keep = [cl.prototype_starts[c] + i for i, s in enumerate(cl.members[c]) if s not in exclude]
+        if keep:
+            chosen.append((c, keep))
+            rows.extend(keep)
+    out: dict[int, list[tuple[np.ndarray, float]]] = {}
+    flat = cl.prototype_columns.take(rows)
+    bounds = np.cumsum([0] + [len(keep) for _, keep in chosen])
+    for space in SPACES:  # one similarity call per space over every chosen prototype
+        if space.id == LATE_INTERACTION:
+            continue
+        dist = 1.0 - space_similarities(by_space, space, fp, flat)
+        out[space.id] = [(dist[bounds[j]:bounds[j + 1]], float(cl.separation[space.id][c]))
+                         for j, (c, _) in enumerate(chosen)]
+    # E12's MaxSim over every prototype's token matrix costs more than the rest together; its ClusterFit
+    # is E1's, as its neighbours are E1's
+    out[LATE_INTERACTION] = out[1]
+    return out
