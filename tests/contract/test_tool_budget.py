@@ -24,7 +24,8 @@ BYTES_PER_TOKEN = 4
 # issue 17: +3,700 for `all` (six ATC and Meta-UTL tools, ~3.6 KB); core unchanged
 # issue 15: +10,800 for `all` (twelve teleological and autonomous tools, ~10.8 KB); core unchanged
 # bounds on every argument (+90 bytes) and store_memory's retry rule (+~90): core 13,870 -> ~14,050
-CEILING_BYTES = {"all": 49_300, "core": 14_100}
+# stage 4's "filter" mode and re-rank (+~60 bytes) and trigger_dream's shared-name links (+~30): core -> ~14,200
+CEILING_BYTES = {"all": 49_300, "core": 14_250}
 TOOL_CEILING_BYTES = 1_800  # no single tool definition past this (compute_delta_sc was 2.4 KB)
 NOT_A_TOOL = {"direct_recall"}  # the Open quadrant's advice: answer from memory (instructions.md)
 

@@ -113,8 +113,8 @@ class SearchArgs(Args):
     modality: Modality | None = Field(None, description="Only memories of this modality.")
     include_breakdown: bool = Field(False, description="Add per-space ranks and per-stage timings to each result.")
     stage4: bool | Literal["rerank", "filter"] = Field(
-        True, description="With a north star: true nudges results toward the query's theme, hiding none; "
-                          "\"filter\" drops those aligned below the threshold; false ignores purpose.")
+        True, description="With a north star: true re-ranks toward the query's theme, hiding none; \"filter\" "
+                          "drops results aligned below the threshold; false ignores it.")
 
 
 _SEARCH_STEPS = 2
