@@ -155,6 +155,30 @@ async def test_a_minor_theme_stored_after_the_star_is_found_by_its_own_questions
     assert set(band) & {r["id"] for r in prompt["related"]}
 
 
+MORE_BAND = ["The bassist bought a new amplifier for the rehearsal room.",
+             "Our singer warms up with scales before every band practice.",
+             "The band's setlist for the pub gig has twelve songs.",
+             "We rehearse the chorus harmonies until the whole band is in tune."]
+
+
+async def test_a_new_theme_becomes_a_goal_without_a_re_bootstrap(call, app):
+    await fill(call)
+    star = (await call("auto_bootstrap_north_star", {})).payload
+    teleology = app.services.purpose.teleology
+    before = {g.id for g in teleology.star_view().goals.goals}
+    for text in MINOR + MORE_BAND:  # eight memories that align with no goal
+        await call("store_memory", {"content": text, "rationale": WHY})
+    app.services.purpose.goals.join(timeout=60)
+    view = teleology.star_view()
+    assert view.id == star["star_id"]  # the star stays
+    after = {g.id: g for g in view.goals.goals}
+    assert set(after) != before and teleology.state()["goals"]["source"] == "new theme"
+    band = await search(call, "when does the band rehearse")
+    assert band["stage4"]["goal"] is not None  # the band's questions now belong to a goal of their own
+    assert any(t in band["stage4"]["goal"]["label"] for t in ("band", "rehearse", "gig", "bass", "drum", "guitar",
+                                                              "setlist", "singer", "songs"))
+
+
 async def test_another_process_star_is_seen_without_reopening(call, app, monkeypatch):
     from contextgraph.services.purpose import teleology as module
 
