@@ -237,3 +237,25 @@ async def test_concurrent_profile_creates_keep_every_profile(call):
             tg.start_soon(call, "manage_teleological_profile", {"action": "create", "name": name})
     listed = (await call("manage_teleological_profile", {"action": "list"})).payload
     assert sorted(p["name"] for p in listed["profiles"]) == sorted(names)
+
+
+async def test_goals_are_derived_again_at_most_once_per_interval(call, app):
+    await fill(call)
+    await call("auto_bootstrap_north_star", {})
+    refresh = app.services.purpose.goals
+    now = [1000.0]
+    refresh._clock = lambda: now[0]  # the refresh's own clock, moved by hand
+    off_goal = {1: np.zeros(384, dtype=np.float32)}  # aligns with no goal
+
+    async def store_off_goal(n: int) -> None:
+        for _ in range(n):
+            await refresh.after_store(None, off_goal, None)  # pyright: ignore[reportArgumentType]
+        refresh.join(timeout=60)
+
+    await store_off_goal(refresh.refresh_after)
+    first = app.services.purpose.teleology.state()["goals"]["at"]
+    await store_off_goal(refresh.refresh_after)  # within the interval: no second clustering
+    assert app.services.purpose.teleology.state()["goals"]["at"] == first
+    now[0] += refresh.min_interval
+    await store_off_goal(refresh.refresh_after)
+    assert app.services.purpose.teleology.state()["goals"]["at"] > first

@@ -9,6 +9,8 @@ belongs to no goal, so stage 4 leaves its ranking alone."""
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,12 +27,16 @@ SEMANTIC = 1
 
 
 class GoalRefresh:
-    def __init__(self, teleology: TeleologyService, constitution: Constitution) -> None:
+    def __init__(self, teleology: TeleologyService, constitution: Constitution,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.teleology = teleology
         self.settings = constitution["autonomous"]
         self.refresh_after = int(self.settings["goals"]["refresh_after"])
+        self.min_interval = float(self.settings["goals"]["min_interval_seconds"])
+        self._clock = clock
         self._lock = threading.Lock()
         self._off_goal = 0
+        self._last: float | None = None  # when the last refresh started
         self._running: threading.Thread | None = None
 
     async def after_store(self, record: MemoryRecord, fingerprint: Fingerprint, _utl: Any) -> None:
@@ -44,9 +50,12 @@ class GoalRefresh:
             return
         with self._lock:
             self._off_goal += 1
+            now = self._clock()
             if self._off_goal < self.refresh_after or (self._running is not None and self._running.is_alive()):
                 return
-            self._off_goal = 0
+            if self._last is not None and now - self._last < self.min_interval:
+                return
+            self._off_goal, self._last = 0, now
             self._running = threading.Thread(target=self.refresh, name="goal-refresh", daemon=True)
             self._running.start()
 
