@@ -16,13 +16,16 @@ Mapping: fuse() computes RRF / max(RRF) + Σ w_s minmax(score_s); with RRF ≈ �
 ≈ Σ a_s/(k + 1), space_weights = a and score_weights = b / Σ a. The mapping is approximate (the maximum is not
 always a candidate first everywhere), so every number reported is the real fusion replayed on the pools
 (Bench.replay), not the model's own scores; "model" rows give the linear scorer's own ranking for comparison.
+"constitution" rows are whatever constitution.yaml holds when the script runs: the hand-tuned values when the
+learned ones were chosen (benchmarks/HISTORY.md, "Fusion learned, not hand-set"), the learned ones since, so a
+rerun now reproduces the same weights and shows learned = constitution.
 
 The query kinds (retrieval/query_kind.py) are checked too: a model per kind label with enough tune queries, its
 RRF weights over the base model's as query_kinds multipliers.
 
 Run:  .venv/bin/python benchmarks/learn_fusion.py [--corpora code,prose] [--rebuild]
 (first run ~5-10 min: loads both corpora's fingerprints from the cache and builds every query's pool, kept in
-benchmarks/results/learn_fusion_pools.pkl; later runs ~1 min).
+benchmarks/results/learn_fusion_pools.pkl; later runs ~4 min, --gbdt ~2 min more).
 """
 
 from __future__ import annotations
