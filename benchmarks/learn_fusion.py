@@ -176,7 +176,10 @@ def to_settings(coef: np.ndarray, base: RetrievalSettings, k: float) -> Retrieva
     total = float(a.sum()) or 1.0
     scale = 1.0 / float(a.max()) if a.max() > 0 else 1.0  # the largest RRF weight 1, as the constitution writes them
     space_w = {sp: round(float(a[sp - 1]) * scale, 3) for sp in SPACES}
-    for sp in (2, 3, 4):  # the temporal spaces keep their hand-set weights (no temporal queries to learn from)
+    # spaces the corpora cannot speak for keep their hand-set weights: the temporal ones (no temporal query), and
+    # E8/E10, which rank exactly as E1 on stores without graph edges or mixed modalities, so that their deduplicated
+    # vote is always 0 here: their coefficient says nothing about a store where they differ from E1
+    for sp in (2, 3, 4, *E1_COPIES):
         space_w[sp] = base.space_weights.get(sp, 0.0)
     # E8 and E10 score exactly like E1 on stores without graph edges (both corpora): their score coefficients are
     # E1's evidence split three ways by the regulariser, so they go back to E1, where they hold on any store
