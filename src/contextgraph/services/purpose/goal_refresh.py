@@ -33,7 +33,7 @@ class GoalRefresh:
         self._off_goal = 0
         self._running: threading.Thread | None = None
 
-    async def after_store(self, record: MemoryRecord, fingerprint: Fingerprint, _utl: Any) -> None:
+    def after_store(self, record: MemoryRecord, fingerprint: Fingerprint, _utl: Any) -> None:
         """An after-store listener: counts the memories that align with no goal, and re-derives the goals in the
         background once enough have come."""
         view = self.teleology.star_view()
