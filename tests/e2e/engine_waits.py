@@ -12,3 +12,10 @@ async def e8_settled(app) -> None:
         if not handle.e8.pending:
             return
     raise AssertionError("the E8 refresh queue did not drain")
+
+
+async def settled_pulse(app) -> dict:
+    """The pulse once the cognitive work of the calls answered so far has run: it follows the answer (D24,
+    docs/engine.md#after-the-answer), so an answer's own pulse may not show it yet; the next one does."""
+    await app.services.memory.settled()
+    return app.services.cognition.pulse()

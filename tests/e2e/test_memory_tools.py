@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from engine_waits import settled_pulse
 from mcp import Client
 from tool_errors import refusal
 
@@ -59,16 +60,18 @@ async def test_search_says_when_nothing_relevant_was_found(client, app):
     assert related["results"][0]["similarity"] >= floor
 
 
-async def test_store_memory_moves_the_pulse(client):
-    """SPEC D16: store_memory, the main tool, updates the pulse (it stayed at entropy 1, coherence 0 before)."""
-    first = await store(client, MEMORIES[0][0])
-    pulses = [first["_cognitive_pulse"]]
+async def test_store_memory_moves_the_pulse(client, app):
+    """SPEC D16: store_memory, the main tool, updates the pulse (it stayed at entropy 1, coherence 0 before).
+    Its UTL is computed after the answer (D24), so the pulse compared is the settled one the next answer shows."""
+    await store(client, MEMORIES[0][0])
+    pulses = [await settled_pulse(app)]
     for text, modality in MEMORIES[1:]:
-        pulses.append((await store(client, text, modality))["_cognitive_pulse"])
+        await store(client, text, modality)
+        pulses.append(await settled_pulse(app))
     # an exact duplicate (from another session: in the same one it would be taken for a retry): familiar, so
     # entropy falls
-    again = await store(client, MEMORIES[0][0], session_id="another")
-    assert again["_cognitive_pulse"]["entropy"] < pulses[-1]["entropy"]
+    await store(client, MEMORIES[0][0], session_id="another")
+    assert (await settled_pulse(app))["entropy"] < pulses[-1]["entropy"]
     assert len({(p["entropy"], p["coherence"], p["learning_score"]) for p in pulses}) == len(pulses)
 
 

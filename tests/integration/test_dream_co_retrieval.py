@@ -35,6 +35,7 @@ async def test_pairs_retrieved_together_twice_have_their_edges_strengthened_in_n
                                                       for a, b in itertools.combinations(ids, 2)])
     for _ in range(2):
         await call("search_graph", {"query": "parquet exports in the analytics bucket", "topK": 3})
+    await app.services.memory.settled()  # the co-retrieval is heard after the answer (D24)
     together = {frozenset(p) for p, c in app.services.dream.co_retrieval.counts.items() if c >= 2}
     assert together, app.services.dream.co_retrieval.counts
     before = weights(app)

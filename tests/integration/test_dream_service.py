@@ -28,6 +28,7 @@ async def store_all(app):
     ids = {}
     for name, text in TEXTS.items():
         ids[name] = (await app.services.memory.store(NewMemory(text, WHY, session="dream-test"))).record.id
+    await app.services.memory.settled()  # the engine hears of each store after its answer (D24)
     return ids
 
 
@@ -196,6 +197,7 @@ async def test_events_move_the_modulators(app, call):
     assert sum(1 for c in neuro.history if c["source"].startswith("steering reward")) == len(TEXTS)
     before = neuro.level("noradrenaline")
     out = (await call("search_graph", {"query": "quantum chromodynamics of gluon plasma", "min_similarity": 0.99}))
+    await app.services.memory.settled()  # the empty search is heard after its answer (D24)
     assert out.payload["count"] == 0 and neuro.level("noradrenaline") > before  # an empty search
     ids = [r.id for r in app.services.storage.store.graph_read(lambda g: g.recent(3, None, None))]
     dopamine = neuro.level("dopamine")
@@ -287,6 +289,7 @@ async def test_the_pulse_suggests_a_dream_only_when_one_would_do_something(app):
     assert cognition.pulse()["suggested_action"] != "trigger_dream"
     await app.services.memory.store(NewMemory("Raising the lock timeout let the migration finish.", WHY,
                                               session="dream-test"))
+    await app.services.memory.settled()
     cognition.high_entropy_since = time.monotonic() - 301.0
     assert dream.idle_reason() is None and cognition.pulse()["suggested_action"] == "trigger_dream"
     await dream.close()

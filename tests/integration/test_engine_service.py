@@ -29,9 +29,11 @@ async def inject(call, content):
 async def test_a_novel_memory_raises_entropy(call, app):
     for text in TOPIC:
         await inject(call, text)
+    await app.services.memory.settled()
     before = app.services.cognition.pulse()["entropy"]
     utl = (await inject(call, NOVEL[0]))["utl"]
     assert utl["entropy"] > before  # this operation was more surprising than the running average
+    await app.services.memory.settled()  # the engine hears of it after the answer (D24)
     assert app.services.cognition.pulse()["entropy"] > before
     assert utl["delta_s"]["semantic"] > 0.5
 
@@ -39,9 +41,11 @@ async def test_a_novel_memory_raises_entropy(call, app):
 async def test_near_duplicates_raise_coherence(call, app):
     for text in TOPIC[:3] + NOVEL:
         await inject(call, text)
+    await app.services.memory.settled()  # the engine hears of each after its answer (D24)
     before = app.services.cognition.pulse()["coherence"]
     for text in TOPIC[:3]:  # each stored again, nearly verbatim
         await inject(call, text.replace("The ", "the ", 1))
+    await app.services.memory.settled()
     after = app.services.cognition.pulse()["coherence"]
     assert after > before
 

@@ -109,6 +109,7 @@ async def test_steering_rewards_a_novel_justified_memory_above_a_duplicate_and_a
     async def reward(content, rationale):
         # a session of its own: the same content again in the filling's session would be a retry (deduplicated)
         await app.services.memory.store(NewMemory(content, rationale, session="steering"))
+        await app.services.memory.settled()  # steering judges it after the answer (D24)
         return steering.history[-1]
 
     novel = await reward("Feature flags let us ship the billing rewrite dark and enable it per customer.",

@@ -249,7 +249,7 @@ async def test_goals_are_derived_again_at_most_once_per_interval(call, app):
 
     async def store_off_goal(n: int) -> None:
         for _ in range(n):
-            await refresh.after_store(None, off_goal, None)  # pyright: ignore[reportArgumentType]
+            refresh.after_store(None, off_goal, None)  # pyright: ignore[reportArgumentType]
         refresh.join(timeout=60)
 
     await store_off_goal(refresh.refresh_after)

@@ -28,6 +28,9 @@ from contextgraph.tools.validation import invalid_params
 
 _log = get_logger("dispatch")
 PULSE_KEY = "_cognitive_pulse"
+# The tools answered before their cognitive work is done, which neither waits for earlier calls' work: their
+# answers do not read the engine state (docs/engine.md#after-the-answer). Every other tool waits for it first.
+ENGINE_FOLLOWS = frozenset({"store_memory", "search_graph"})
 # Told of every finished call: (canonical tool or the name asked for, latency ms, succeeded, the pulse answered).
 CallObserver = Callable[[str, float, bool, Mapping[str, Any] | None], None]
 
@@ -140,6 +143,10 @@ class Dispatcher:
             raise invalid_params(canonical, exc, registry.input_schemas[canonical], arguments) from None
         # PII in every free-text argument, here once, so no handler, store, echo or log ever sees it (docs/tools.md)
         args, redactions = redact_arguments(args)
+        if canonical not in ENGINE_FOLLOWS:
+            # the engine state every other tool reads (or, as inject_context's UTL, scores with) includes the
+            # cognitive work of every call answered before it (docs/engine.md#after-the-answer)
+            await ctx.services.storage.settled()
         # counted in flight (no automatic dream starts meanwhile); a memory operation wakes a dream at once
         with ctx.services.activity.running(canonical):
             payload = await spec.handler(ctx, args)

@@ -54,7 +54,7 @@ def attach_calibration(c: Constitution, storage: StoreHandle, workspace: Workspa
 def on_store(meta: MetaLearningService, storage: StoreHandle) -> Callable[..., Any]:
     """MemoryService.after_store listener: the stored memory's L and L̂, at the λ they were scored with."""
 
-    async def listener(record: Any, fingerprint: Any, utl: Any) -> None:
+    def listener(record: Any, fingerprint: Any, utl: Any) -> None:
         parts = None if utl.parts is None or utl.predicted_parts is None else (utl.parts, utl.predicted_parts)
         meta.observe(storage.cognition.memory_count, float(utl.learning_score),
                      float(utl.predicted_learning_score), float(utl.lifecycle.lambda_s), parts)

@@ -21,7 +21,6 @@ import time
 from collections import deque
 from typing import Any
 
-import anyio
 import numpy as np
 
 from contextgraph.constitution import Constitution
@@ -75,13 +74,13 @@ class SteeringService:
         self._lock = threading.Lock()
         self.history: deque[dict[str, Any]] = deque(maxlen=int(s["history"]))
 
-    async def on_store(self, record: MemoryRecord, fingerprint: Fingerprint, utl: DeltaSc) -> dict[str, Any]:
-        """Judge one stored memory (after its commit), feed the reward to dopamine and keep it."""
+    def on_store(self, record: MemoryRecord, fingerprint: Fingerprint, utl: DeltaSc) -> dict[str, Any]:
+        """Judge one stored memory (after its answer, on the store handle's worker thread: it reads the store
+        directly, docs/engine.md#after-the-answer), feed the reward to dopamine and keep it."""
         store = self.storage.store
         now = time.monotonic()
         refresh = self._gardener is None or now - self._gardener_at >= self.gardener_refresh
-        gardener, priors = await anyio.to_thread.run_sync(
-            store.graph_read, lambda g: self._graph_view(g, record.id, refresh))
+        gardener, priors = store.graph_read(lambda g: self._graph_view(g, record.id, refresh))
         if refresh:
             self._gardener, self._gardener_at = gardener, now
         gardener = self._gardener or gardener

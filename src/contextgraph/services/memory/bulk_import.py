@@ -206,7 +206,7 @@ class BulkImporter:
         result.edges = sum(len(edges) for edges in edge_lists)
         await store_pipeline.after_commit(
             [Committed(r, fp, s.utl) for r, fp, s in zip(result.stored, fingerprints, scored)],
-            (e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges), now)
+            (e.other(r.id) for r, edges in zip(result.stored, edge_lists) for e in edges), now, wait=True)
         _log.info("memories imported", count=len(result.stored), source=source,
                   lines=f"{lines[0].line}-{lines[-1].line}")
         return result

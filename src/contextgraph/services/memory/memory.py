@@ -64,8 +64,9 @@ class MemoryService:
         repeated = await self._repeated(new)
         if repeated is not None:
             return repeated
-        # The UTL of every stored memory moves the pulse (docs/utl.md), not only inject_context's: ~15-27 ms at 10K
-        stored, _fingerprint, _utl = await self._store_one(new)
+        # The UTL of every stored memory moves the pulse (docs/utl.md), not only inject_context's; its answer does
+        # not show it, so it is computed after the answer (docs/engine.md#after-the-answer): ~15-28 ms at 10-100K
+        stored, _fingerprint, _utl = await self._store_one(new, with_utl=False)
         return stored
 
     async def _repeated(self, new: NewMemory) -> Stored | None:
@@ -81,7 +82,8 @@ class MemoryService:
         return Stored(record, list(record.redactions), {}, deduplicated=True)
 
     async def inject(self, new: NewMemory, related_k: int) -> Injected:
-        stored, fingerprint, result = await self._store_one(new)
+        stored, fingerprint, result = await self._store_one(new, with_utl=True)
+        assert result is not None  # scored before the commit: the answer shows it
         utl = utl_payload(result, self.constitution, self.cognition.action_for(result.quadrant))
         related: list[dict[str, Any]] = []
         if related_k:
@@ -100,7 +102,7 @@ class MemoryService:
                 return Injected(stored, utl, [], related_unavailable=True)
             related = [{**record_summary(f.record, preview=280), "score": f.score, "similarity": f.similarity}
                        for f in retrieval.found]
-            self._compete(fingerprint, retrieval)
+            await self.handle.after_answer.run(lambda: self._compete(fingerprint, retrieval), "inject competition")
         return Injected(stored, utl, related)
 
     async def search(self, query: str, *, top_k: int, min_similarity: float, modality: str | None,
@@ -116,7 +118,9 @@ class MemoryService:
                                                       modality=modality, causal_direction=query_direction(query),
                                                       query_text=query,  # what kind of query (time, code, prose)
                                                       stage4=stage4)
-            # D16: the query's novelty against its answer, and the answer's coherence, move the pulse
+            # D16: the query's novelty against its answer, and the answer's coherence, move the pulse. Scored
+            # here, ~6-8 ms: after the answer it ran beside the next search on two cores and cost that search
+            # more than it saved (docs/engine.md#after-the-answer)
             answer = {f.record.seq: f.fingerprint for f in retrieval.found}  # as stage 3 read them
             # and their similarities to the query, measured by retrieval for the agreements: not measured again
             measured = {f.record.seq: f.similarities for f in retrieval.found if f.similarities is not None}
@@ -125,22 +129,33 @@ class MemoryService:
             return Searched(query, retrieval, breakdown, embed_ms, relevance_floor=self.relevance_floor), utl
 
         searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
-        operation_pulse.fold(self.handle, [utl])
-        self._compete(fingerprint, searched.retrieval)
-        for hook in self.listeners.after_search:
-            hook(len(searched.retrieval.found))
-        for listener in self.listeners.after_results:
-            try:
-                listener(query, searched.retrieval)
-            except Exception:  # the answer stands: a listener's fault is logged, never the caller's error
-                _log.exception("search results listener failed")
+        # what the search tells the engine, after the answer and in order with the other operations' work
+        await self.handle.after_answer.run(lambda: self._searched(utl, fingerprint, searched), "after search")
         await self.handle.save_engine_after_commit()  # the competition's events, at most once per interval
         if searched.retrieval.found:
             # access counts are bookkeeping, not an acknowledgement: the search does not wait for the commit
             self.handle.writer.submit_future(self.handle.store.touch, [f.record.seq for f in searched.retrieval.found])
         return searched
 
+    async def settled(self) -> None:
+        """Returns once the cognitive work of the operations answered so far has run (tests, benchmarks)."""
+        await self.handle.settled()
+
     # -- internals -------------------------------------------------------------------------------------------
+    def _searched(self, utl: DeltaSc, fingerprint: Fingerprint, searched: Searched) -> None:
+        """What a search tells the engine (the handle's worker thread): its pulse score is folded in, its results
+        compete for the workspace, the listeners hear."""
+        retrieval = searched.retrieval
+        operation_pulse.fold(self.handle, [utl])
+        self._compete(fingerprint, retrieval)
+        for hook in self.listeners.after_search:
+            hook(len(retrieval.found))
+        for listener in self.listeners.after_results:
+            try:
+                listener(searched.query, retrieval)
+            except Exception:  # the answer stands: a listener's fault is logged, never the caller's error
+                _log.exception("search results listener failed")
+
     def _compete(self, context: Fingerprint, retrieval: Retrieval) -> None:
         """The operation's results compete for the global workspace against its fingerprint (the context)."""
         alignments = None if any(f.alignment is None for f in retrieval.found) else \
@@ -164,7 +179,7 @@ class MemoryService:
             retriever.modulation = self.modulation()
         return retriever
 
-    async def _store_one(self, new: NewMemory) -> tuple[Stored, Fingerprint, DeltaSc]:
+    async def _store_one(self, new: NewMemory, with_utl: bool) -> tuple[Stored, Fingerprint, DeltaSc | None]:
         """The store pipeline for a batch of one: fingerprinted through Perception's batcher (beside other
         calls' texts), committed by one put that resolves the session's Temporal edge in its transaction."""
         handle = await self.handle.ready()
@@ -182,7 +197,7 @@ class MemoryService:
             with_triples=True)
         timings["embed"] = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
         (scored,) = await self.store_pipeline.score(pipeline, [item], [fingerprint], [triples], [links],
-                                               follow_session=True)
+                                                    follow_session=True, with_utl=with_utl)
         now = time.time()
         memory_id = uuid.uuid4().hex
         self.recent_stores.remember(new.content, new.session, memory_id)  # before the commit: its answer may be lost
@@ -210,8 +225,8 @@ class MemoryService:
         # before the next search indexes the memory.
         await anyio.to_thread.run_sync(self._apply_index, record.seq, fingerprint)
         timings["commit"] = round((time.perf_counter() - started) * 1000, 3)
-        await self.store_pipeline.after_commit([Committed(record, fingerprint, scored.utl)],
-                                         (edge.other(record.id) for edge in edges), now)
+        await self.store_pipeline.after_commit([Committed(record, fingerprint, scored.utl, triples)],
+                                               (edge.other(record.id) for edge in edges), now, pipeline.embedders)
         _log.info("memory stored", id=record.id, seq=record.seq, modality=record.modality,
                   redactions=len(record.redactions))
         return Stored(record, list(record.redactions), timings), fingerprint, scored.utl

@@ -39,7 +39,7 @@ class GoalRefresh:
         self._last: float | None = None  # when the last refresh started
         self._running: threading.Thread | None = None
 
-    async def after_store(self, record: MemoryRecord, fingerprint: Fingerprint, _utl: Any) -> None:
+    def after_store(self, record: MemoryRecord, fingerprint: Fingerprint, _utl: Any) -> None:
         """An after-store listener: counts the memories that align with no goal, and re-derives the goals in the
         background once enough have come."""
         view = self.teleology.star_view()

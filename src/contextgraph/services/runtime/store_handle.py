@@ -30,6 +30,7 @@ from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.engine.delta_sc import DeltaScComputer
 from contextgraph.services.engine.history import EngineHistory
 from contextgraph.services.engine.workspace import WorkspaceService
+from contextgraph.services.runtime.after_answer import AfterAnswer
 from contextgraph.services.runtime.e8_refresh import E8Refresher
 from contextgraph.services.runtime.tombstones import expired_ids, purge_expired
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
@@ -58,6 +59,8 @@ class StoreHandle:
         # what configures every ΔS/ΔC computer this handle makes (Meta-UTL's λ, ATC's Johari threshold)
         self._delta_sc_setup: list[Callable[[DeltaScComputer], None]] = []
         self.e8 = E8Refresher(constitution["graph"]["e8_refresh"])
+        # the cognitive work that follows an answer, in order, on a thread of its own (docs/engine.md#after-the-answer)
+        self.after_answer = AfterAnswer()
         self._recovery_window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
         self._engine_save_interval = float(constitution["gwt"]["persistence"]["save_interval_seconds"])
         self._engine_saved_at = 0.0
@@ -152,7 +155,9 @@ class StoreHandle:
         return self._store is not None
 
     def close(self) -> None:
-        """Save what is cached (engine state, indexes when they changed) and close the store."""
+        """Run the work queued after answers (it reads the store and moves the engine state saved here), then
+        save what is cached (engine state, indexes when they changed) and close the store."""
+        self.after_answer.close()
         with self._lock:
             store, indexes, writer = self._store, self._indexes, self._writer
             if store is None or indexes is None or writer is None:
@@ -202,6 +207,10 @@ class StoreHandle:
     def refresh_e8(self, memory_ids: Iterable[str]) -> None:
         """Queue these memories' E8 (graph) for a background refresh: their edges changed (services.e8_refresh)."""
         self.e8.enqueue(self.store, self.writer, memory_ids)
+
+    async def settled(self) -> None:
+        """Returns once the work queued after earlier answers has run: its effects are in the engine state."""
+        await self.after_answer.settled()
 
     def configure_delta_sc(self, setup: Callable[[DeltaScComputer], None]) -> None:
         """Apply `setup` to the ΔS/ΔC computer now and to each one made after a reopen."""
