@@ -168,6 +168,7 @@ async def test_a_new_theme_becomes_a_goal_without_a_re_bootstrap(call, app):
     before = {g.id for g in teleology.star_view().goals.goals}
     for text in MINOR + MORE_BAND:  # eight memories that align with no goal
         await call("store_memory", {"content": text, "rationale": WHY})
+    await app.services.memory.settled()  # the after-store listeners run after each answer
     app.services.purpose.goals.join(timeout=60)
     view = teleology.star_view()
     assert view.id == star["star_id"]  # the star stays

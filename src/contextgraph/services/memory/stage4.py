@@ -28,6 +28,7 @@ from contextgraph.teleology.goals import goal_alignments, query_goal, rerank_fac
 
 SEMANTIC = 1
 MODES = ("rerank", "filter")
+STORED_DIGITS = 5  # a record's stored alignment (services.purpose.teleology.purpose_doc) has this many decimals
 IDS_SHOWN = 20  # dropped_ids lists at most this many (the best-fused of the dropped; each is a record read)
 INACTIVE = {"active": False,
             "reason": "no north star yet: auto_bootstrap_north_star derives one from the stored memories"}
@@ -77,20 +78,22 @@ def star_alignments(stage: Stage4, view: StarAlignment | None, embedders: dict[i
                     docs: Sequence[Fingerprint], chosen: list[int],
                     records: Sequence[MemoryRecord | None]) -> dict[int, float] | None:
     """The chosen candidates' alignments to the star ({candidate index: alignment}), None without a star: the
-    filter's, else the one stored with each record under this star (its purpose), else measured."""
+    filter's, else the one stored with each record under this star (its purpose), else measured. Rounded to the
+    stored precision, so that an answer reads the same whether the star's background recompute has reached a
+    record yet or not."""
     if view is None:
         return None
     if stage.alignments is not None:
-        return {i: float(stage.alignments[i]) for i in chosen}
+        return {i: round(float(stage.alignments[i]), STORED_DIGITS) for i in chosen}
     out: dict[int, float] = {}
     for i, record in zip(chosen, records):
         purpose = None if record is None else record.extra.get("purpose")
         if purpose and purpose.get("star") == view.id:
-            out[i] = float(purpose["alignment"])
+            out[i] = round(float(purpose["alignment"]), STORED_DIGITS)
     missing = [i for i in chosen if i not in out]
     if missing:
         measured = view.alignments_of_seqs(embedders, [seqs[i] for i in missing], [docs[i] for i in missing])
-        out.update(zip(missing, measured.tolist()))
+        out.update((i, round(float(a), STORED_DIGITS)) for i, a in zip(missing, measured.tolist()))
     return out
 
 
