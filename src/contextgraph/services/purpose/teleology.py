@@ -134,7 +134,8 @@ class TeleologyService:
         self._embedders: dict[int, Embedder] = {}
         self._cache: dict[int, float] = {}  # stage 4's alignments under the star `_cache_for`
         self._cache_for: str | None = None
-        self._goals: tuple[object, GoalSet | None] = (None, None)  # (the state's goals entry, its GoalSet)
+        # ((the state's goals entry, the star's id), their GoalSet): built once per change of either
+        self._goals: tuple[tuple[object, str | None], GoalSet | None] = ((None, None), None)
         self._checked_at = 0.0  # monotonic time the loaded state was last compared with the stored one
         self.recompute: dict[str, Any] = {"running": False, "star_id": None, "done": 0, "total": 0}
         self._recent = deque(maxlen=int(t["ego_window"]))
@@ -211,10 +212,10 @@ class TeleologyService:
             ref = state["star"].get("reference")
             if self._cache_for != state["star"]["id"]:
                 self._cache, self._cache_for = {}, state["star"]["id"]
-            entry, goals = self._goals
-            if entry is not state.get("goals") or goals is None:
+            (entry, star_id), goals = self._goals
+            if entry is not state.get("goals") or star_id != state["star"]["id"]:  # a star's own goal follows it
                 goals = goal_set(state.get("goals"), state["star"], self._star)
-                self._goals = (state.get("goals"), goals)
+                self._goals = ((state.get("goals"), state["star"]["id"]), goals)
             return StarView(state["star"]["id"], self._star, self.weights, self.alignment_threshold(),
                             None if ref is None else np.asarray(ref, dtype=np.float64), self._cache, goals)
 
