@@ -20,7 +20,15 @@ from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.services.engine.atc import GENERAL, domain_of
 from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.purpose.autonomous import AutonomousService
-from contextgraph.services.purpose.autonomous_scan import Corpus, goal_id, goals_of, label, preview, read_corpus, themes
+from contextgraph.services.purpose.autonomous_scan import (
+    Corpus,
+    goal_id,
+    goals_of,
+    label,
+    preview,
+    read_corpus,
+    sub_goal_themes,
+)
 from contextgraph.services.purpose.teleology import StarView
 from contextgraph.teleology.clustering import unit
 
@@ -237,8 +245,7 @@ class AutonomousCuration:
             raise SubgoalDiscoveryError(
                 f"{len(corpus)} memories under this goal; sub-goals need at least {minimum} to cluster. Store more "
                 "memories, or discover under a larger parent.", memories=len(corpus), min_memories=minimum)
-        k_max = max(2, min(int(s["k_max"]), len(corpus) // int(s["min_cluster"])))
-        t = themes(corpus, 2, k_max, self.settings)
+        t = sub_goal_themes(corpus, self.settings)
         c = t.clustering
         goals = []
         for g in range(c.k):

@@ -79,6 +79,13 @@ def themes(corpus: Corpus, k_min: int, k_max: int, settings: dict[str, Any]) -> 
                   terms)
 
 
+
+def sub_goal_themes(corpus: Corpus, settings: dict[str, Any]) -> Themes:
+    """The clustering the sub-goals (and stage 4's goals) come from: k from 2 to `subgoals.k_max`, and at most one
+    cluster per `subgoals.min_cluster` memories."""
+    s = settings["subgoals"]
+    return themes(corpus, 2, max(2, min(int(s["k_max"]), len(corpus) // int(s["min_cluster"]))), settings)
+
 def label(terms: list[str]) -> str:
     return " / ".join(terms[:3]) if terms else "(no characteristic terms)"
 

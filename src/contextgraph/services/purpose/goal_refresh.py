@@ -18,7 +18,7 @@ import numpy as np
 from contextgraph.constitution import Constitution
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
-from contextgraph.services.purpose.autonomous_scan import goals_of, read_corpus, themes
+from contextgraph.services.purpose.autonomous_scan import goals_of, read_corpus, sub_goal_themes
 from contextgraph.services.purpose.teleology import TeleologyService
 from contextgraph.storage.base import MemoryRecord
 
@@ -65,8 +65,7 @@ class GoalRefresh:
             corpus = read_corpus(self.teleology.storage.store, int(self.settings["max_scan"]))
             if len(corpus) < int(self.settings["subgoals"]["min_memories"]):
                 return
-            t = themes(corpus, 2, int(self.settings["subgoals"]["k_max"]), self.settings)
-            self.teleology.set_goals(goals_of(corpus, t), "new theme")
+            self.teleology.set_goals(goals_of(corpus, sub_goal_themes(corpus, self.settings)), "new theme")
         except Exception:  # a closed store mid-pass: the goals stay as they were
             _log.exception("re-deriving the goals failed")
 

@@ -147,7 +147,7 @@ class TeleologyService:
         store = self.storage.store
         if self._loaded_from is store:  # the common case, lock-free: a save swaps in a whole new dict
             return self._state
-        return self._adopt(store, {**empty_state(), **(store.get_document(DOCUMENT) or {})})
+        return self._adopt(store)
 
     def refresh(self) -> None:
         """Compare the loaded state with the stored one, at most every REFRESH_S, and adopt the stored one when it is
@@ -156,9 +156,11 @@ class TeleologyService:
         store = self.storage.store
         if self._loaded_from is store and time.monotonic() - self._checked_at < REFRESH_S:
             return
-        self._adopt(store, {**empty_state(), **(store.get_document(DOCUMENT) or {})})
+        self._adopt(store)
 
-    def _adopt(self, store: MemoryStore, stored: dict[str, Any]) -> dict[str, Any]:
+    def _adopt(self, store: MemoryStore) -> dict[str, Any]:
+        """Read the stored state (outside the lock) and take it when it is newer than the loaded one."""
+        stored = {**empty_state(), **(store.get_document(DOCUMENT) or {})}
         with self._lock:
             self._checked_at = time.monotonic()
             # adopt the stored state when it is newer: a read that raced our own save must not undo it
