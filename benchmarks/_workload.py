@@ -49,6 +49,8 @@ def bench_settings(home: Path | str, *, int8: bool = False, log_level: str = "er
               "CONTEXTGRAPH_LOG_LEVEL": log_level, **env}
     if int8:
         values["CONTEXTGRAPH_INT8"] = "1"
+    if os.environ.get("CONTEXTGRAPH_CODE_MODEL"):  # E7's encoder: compare "shared" (before it) with the default
+        values.setdefault("CONTEXTGRAPH_CODE_MODEL", os.environ["CONTEXTGRAPH_CODE_MODEL"])
     return Settings.from_env(values)
 
 
@@ -109,11 +111,12 @@ def dir_bytes(path: Path | str) -> dict[str, int]:
 
 # --- the standard library as a corpus -------------------------------------------------------------------------
 
-def stdlib_files(root: Path = STDLIB) -> list[Path]:
+def stdlib_files(root: Path = STDLIB, skip: frozenset[str] | set[str] = _SKIP_DIRS) -> list[Path]:
+    """Every .py file under `root` in sorted order, leaving out directories named in `skip`."""
     out: list[Path] = []
     for dirpath, dirs, files in os.walk(root):
         parts = Path(dirpath).relative_to(root).parts
-        if any(p in _SKIP_DIRS for p in parts):
+        if any(p in skip for p in parts):
             dirs[:] = []
             continue
         dirs.sort()
@@ -151,7 +154,8 @@ class Pair:
     where: str  # module path relative to the stdlib root, and line
 
 
-def function_pairs(min_body_lines: int = 3, min_query_words: int = 3, root: Path = STDLIB) -> list[Pair]:
+def function_pairs(min_body_lines: int = 3, min_query_words: int = 3, root: Path = STDLIB,
+                   skip: frozenset[str] | set[str] = _SKIP_DIRS) -> list[Pair]:
     """Every eligible (first docstring sentence, function source without the docstring) pair under `root` (the
     stdlib by default, or a third-party package's directory), in file/line order. Skipped: functions without a
     docstring, bodies of fewer than `min_body_lines` non-blank lines besides the docstring, queries of fewer than
@@ -160,7 +164,7 @@ def function_pairs(min_body_lines: int = 3, min_query_words: int = 3, root: Path
     pairs: list[Pair] = []
     seen_q: set[str] = set()
     seen_d: set[str] = set()
-    for path in stdlib_files(root):
+    for path in stdlib_files(root, skip):
         parsed = _parse(path)
         if parsed is None:
             continue
