@@ -133,7 +133,7 @@ def embed_corpus(data: CorpusData, pipeline: Any, batch: int = 128, log: Any = p
     path = CACHE_DIR / f"{data.name}-{_key(data, runtime)}.pkl"
     if path.exists():
         with open(path, "rb") as f:
-            return pickle.load(f)
+            return current_e7(data, pickle.load(f), pipeline, log)
     n = len(data.items)
     t0 = time.time()
     out = Embedded([], [], [], [], t0)
@@ -161,7 +161,31 @@ def embed_corpus(data: CorpusData, pipeline: Any, batch: int = 128, log: Any = p
     with open(tmp, "wb") as f:
         pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.rename(path)
-    return out
+    return current_e7(data, out, pipeline, log)
+
+
+def current_e7(data: CorpusData, emb: Embedded, pipeline: Any, log: Any = print) -> Embedded:
+    """E7 as the pipeline's code encoder makes it, in place: E7 has a model of its own (or none: Settings.code_model),
+    so the shared forward's cache is kept and E7 alone is cached per method (the method names the model's digest)."""
+    method = pipeline.method(7)
+    path = CACHE_DIR / f"{data.name}-e7-{hashlib.sha256((_key(data, '') + method).encode()).hexdigest()[:16]}.pkl"
+    if path.exists():
+        with open(path, "rb") as f:
+            docs, queries = pickle.load(f)
+    else:
+        started = time.perf_counter()
+        docs = pipeline.embed_space(7, [it.document for it in data.items], [data.modality] * len(data.items))
+        queries = pipeline.embed_space(7, [it.query for it in data.items], ["text"] * len(data.items))
+        log(f"[{data.name}] E7 for {method[:40]}: {time.perf_counter() - started:.0f} s")
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".tmp"), "wb") as f:
+            pickle.dump((docs, queries), f, protocol=pickle.HIGHEST_PROTOCOL)
+        path.with_suffix(".tmp").rename(path)
+    for fp, vector in zip(emb.docs, docs):
+        fp[7] = vector
+    for fp, vector in zip(emb.queries, queries):
+        fp[7] = vector
+    return emb
 
 
 def refresh_lexical(data: CorpusData, emb: Embedded, pipeline: Any) -> None:

@@ -37,7 +37,8 @@ def shared_pipelines():
     real, loaded, lock = perception.build_pipeline, {}, threading.Lock()
 
     def load_once(settings: Settings):
-        key = (settings.model_dir, settings.models_dir, settings.runtime, settings.quantized, settings.device)
+        key = (settings.model_dir, settings.models_dir, settings.runtime, settings.quantized, settings.device,
+               settings.code_model)
         with lock:
             if key not in loaded:
                 loaded[key] = real(settings)

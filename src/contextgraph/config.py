@@ -32,6 +32,9 @@ class Settings:
     runtime: str = "auto"
     quantized: bool = False
     device: str = "cpu"  # "cuda" lets runtime=auto serve the transformer with torch on a GPU
+    # E7's encoder: "shipped" (the code model trained for it, embedders/code_model), "shared" (E7 pools the shared
+    # transformer's forward, as before the code model) or a local model directory of the same width.
+    code_model: str = "shipped"
     # Exported ONNX graphs, shared by every data directory (keyed by the model's hash): from_env defaults it to
     # the installation's cache (default_model_cache); a Settings built directly without one keeps them in
     # <home>/models.
@@ -69,7 +72,8 @@ class Settings:
         CONTEXTGRAPH_HTTP_PORT, CONTEXTGRAPH_TOKEN, CONTEXTGRAPH_SSE_HEARTBEAT, CONTEXTGRAPH_SSE_GRACE,
         CONTEXTGRAPH_HTTP_SESSION_IDLE, CONTEXTGRAPH_HTTP_MAX_SESSIONS, CONTEXTGRAPH_STORE_URL,
         CONTEXTGRAPH_ALLOWED_HOSTS, CONTEXTGRAPH_ALLOWED_ORIGINS (comma lists), CONTEXTGRAPH_AUTO_DREAM and the
-        model settings; keyword overrides (CLI flags) win when not None."""
+        model settings (CONTEXTGRAPH_MODEL_DIR, _RUNTIME, _INT8, _DEVICE, _CODE_MODEL); keyword overrides (CLI
+        flags) win when not None."""
         env = os.environ if environ is None else environ
         server = constitution()["server"]
         transport = constitution()["transport"]
@@ -81,6 +85,7 @@ class Settings:
             runtime=(env.get("CONTEXTGRAPH_RUNTIME") or "auto").lower(),
             quantized=(env.get("CONTEXTGRAPH_INT8") or "").lower() in ("1", "true", "yes"),
             device=(env.get("CONTEXTGRAPH_DEVICE") or "cpu").lower(),
+            code_model=_code_model(env.get("CONTEXTGRAPH_CODE_MODEL")),
             model_cache_dir=default_model_cache(env),
             host=env.get("CONTEXTGRAPH_HOST") or transport["default_host"],
             port=_number(env, "CONTEXTGRAPH_PORT", int, transport["default_tcp_port"]),
@@ -122,6 +127,13 @@ class Settings:
         if not 0 < self.http_session_idle_seconds < float("inf") or self.http_max_sessions < 1:
             raise SettingsError("the HTTP session idle time must be a positive number of seconds and the session "
                                 "limit at least 1")
+
+
+def _code_model(value: str | None) -> str:
+    """CONTEXTGRAPH_CODE_MODEL: shipped (default) | shared | a model directory (made absolute)."""
+    if not value or value.lower() in ("shipped", "shared"):
+        return (value or "shipped").lower()
+    return str(Path(value).expanduser().resolve())
 
 
 def store_location(url: str | None, home: Path) -> tuple[str, Path | str]:

@@ -21,7 +21,9 @@ from contextgraph.errors import EmbeddingError
 BATCH_SIZE = 32  # texts per forward: larger batches pad more and gain nothing on two cores
 GPU_BATCH_SIZE = 256  # on a GPU the forward is cheap per text and the launch is not: fill the device
 PAD_RATIO = 1.25  # a forward batch's longest text at most this many times its shortest (length_buckets)
-DEFAULT_MAX_TOKENS = 256  # sentence-transformers' truncation for all-MiniLM-L6-v2 (the model was trained at 128)
+# a model directory's own truncation (sentence_bert_config.json max_seq_length) wins; this when it declares none.
+# 256 is sentence-transformers' truncation for all-MiniLM-L6-v2 (the model was trained at 128)
+DEFAULT_MAX_TOKENS = 256
 
 
 def default_model_dir() -> Path:
@@ -43,9 +45,11 @@ class _TokenizingBackbone:
     info: ModelInfo
     batch_size: int = BATCH_SIZE  # texts per forward (length_buckets)
 
-    def _init_tokenizer(self, info: ModelInfo, max_tokens: int) -> None:
+    def _init_tokenizer(self, info: ModelInfo, max_tokens: int | None) -> None:
         from tokenizers import Tokenizer
 
+        if max_tokens is None:  # the model's own truncation when its directory declares one
+            max_tokens = int(info.max_seq_length or DEFAULT_MAX_TOKENS)
         if max_tokens < 2:
             raise ValueError(f"max_tokens must be at least 2 ([CLS] and [SEP]), got {max_tokens}")
         # A model cannot read past its position table; a smaller model than the default limit gets its own.
@@ -122,7 +126,7 @@ class OnnxBackbone(_TokenizingBackbone):
         cache_dir: Path,
         *,
         quantized: bool = False,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
         threads: int = 2,
     ) -> None:
         import onnxruntime as ort
@@ -162,7 +166,7 @@ class TorchBackbone(_TokenizingBackbone):
     once per batch as float16, halving the transfer; they are widened to float32 on the host. On CPU it is the
     float32 reference."""
 
-    def __init__(self, model_dir: Path, device: str = "cpu", *, max_tokens: int = DEFAULT_MAX_TOKENS,
+    def __init__(self, model_dir: Path, device: str = "cpu", *, max_tokens: int | None = None,
                  dtype: str | None = None, batch_size: int | None = None) -> None:
         import torch
         from transformers import AutoModel

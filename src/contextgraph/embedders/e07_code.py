@@ -1,6 +1,11 @@
-"""E7 code: the shared forward's token states pooled with extra weight where code carries its meaning —
-identifier-like words (snake_case, camelCase, dotted names, names before "(") and, for code, language keywords —
-plus a 16-class lexical histogram of code memories (how much is calls, strings, comments, operators…).
+"""E7 code: a code-aware sentence vector plus a 16-class lexical histogram of code memories (how much is calls,
+strings, comments, operators…).
+
+By default the sentence vector comes from a code encoder of its own (`encoder`: all-MiniLM-L6-v2 fine-tuned
+here on docstring/code pairs, embedders.code_model), mean-pooled over every attended token as it was trained;
+that is a second forward per text. Without one (Settings.code_model "shared"), it is the shared forward's token
+states pooled with extra weight where code carries its meaning — identifier-like words (snake_case, camelCase,
+dotted names, names before "(") and, for code, language keywords:
 
 Weights per token: 3 inside an identifier, 2 on a keyword (code and mixed modalities only: in prose "if", "for"
 and "in" are just English), 1 otherwise, 0 for [CLS]/[SEP]. The spec's model splits identifiers on
@@ -34,13 +39,18 @@ class CodeEmbedder:
     name = SPACES[6].name
     kind: Kind = "dense"
 
-    def __init__(self, backbone: Backbone) -> None:
+    def __init__(self, backbone: Backbone, encoder: Backbone | None = None) -> None:
+        if encoder is not None and encoder.hidden_size != backbone.hidden_size:
+            # the stored E7 keeps its dimension whichever encoder made it, so a store never needs a reindex
+            raise ValueError(f"the code encoder is {encoder.hidden_size}-d, the shared model "
+                             f"{backbone.hidden_size}-d: E7 needs both the same")
+        self.encoder = encoder
         self.hidden = backbone.hidden_size
         self.dim = self.hidden + len(CLASSES)
-        self.method = (
-            f"{backbone.model_name} token states pooled with identifier ×{IDENTIFIER_WEIGHT:g} and keyword "
-            f"×{KEYWORD_WEIGHT:g} weights + {len(CLASSES)}-class lexical histogram for code (scale {HISTOGRAM_SCALE})"
-        )
+        pooled = (f"{encoder.model_name} mean-pooled over ≤ {encoder.max_tokens} tokens" if encoder is not None else
+                  f"{backbone.model_name} token states pooled with identifier ×{IDENTIFIER_WEIGHT:g} and keyword "
+                  f"×{KEYWORD_WEIGHT:g} weights")
+        self.method = f"{pooled} + {len(CLASSES)}-class lexical histogram for code (scale {HISTOGRAM_SCALE})"
 
     def token_weights(self, item: MemoryInput) -> np.ndarray:
         encoded = item.encoded
@@ -57,18 +67,41 @@ class CodeEmbedder:
         """The weighted pools of the whole batch normalised at once; per memory only its lexing (regexes)."""
         if not items:
             return []
+        return self._finish(self._pooled(items), [item.text for item in items], [item.modality for item in items])
+
+    def _finish(self, pooled: np.ndarray, texts: Sequence[str], modalities: Sequence[str]) -> list[np.ndarray]:
+        histograms = np.zeros((len(texts), len(CLASSES)), dtype=np.float32)
+        for row, (text, modality) in enumerate(zip(texts, modalities)):
+            if modality in CODE_MODALITIES:
+                histograms[row] = token_class_histogram(text)
+        histograms = HISTOGRAM_SCALE * l2_normalize(histograms)
+        norms = np.sqrt(1.0 + np.einsum("ij,ij->i", histograms, histograms, dtype=np.float64))[:, None]
+        return list((np.concatenate([l2_normalize(pooled), histograms], axis=1) / norms).astype(np.float32))
+
+    def embed_texts(self, texts: Sequence[str], modalities: Sequence[str]) -> list[np.ndarray]:
+        """E7 straight from texts, without the shared forward: what re-embedding a store's E7 runs (only with a
+        code encoder of its own; the shared pooling needs the shared forward's states)."""
+        if self.encoder is None:
+            raise ValueError("E7 pools the shared forward here: embed whole fingerprints instead")
+        return self._finish(self._encoder_pooled(texts), texts, modalities)
+
+    def _encoder_pooled(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.encoder is not None
+        pooled = np.empty((len(texts), self.hidden), dtype=np.float32)
+        for row, encoded in enumerate(self.encoder.encode(texts)):
+            pooled[row] = encoded.states.mean(axis=0)  # every attended token, [CLS]/[SEP] too, as trained
+        return pooled
+
+    def _pooled(self, items: Sequence[MemoryInput]) -> np.ndarray:
+        if self.encoder is not None:
+            return self._encoder_pooled([item.text for item in items])
         pooled = np.empty((len(items), self.hidden), dtype=np.float32)
-        histograms = np.zeros((len(items), len(CLASSES)), dtype=np.float32)
         for row, item in enumerate(items):
             states = item.encoded.states
             pooled[row] = weighted_mean(states, self.token_weights(item))
             if not pooled[row].any():  # nothing but special tokens (empty text): pool them all
                 pooled[row] = states.mean(axis=0)
-            if item.modality in CODE_MODALITIES:
-                histograms[row] = token_class_histogram(item.text)
-        histograms = HISTOGRAM_SCALE * l2_normalize(histograms)
-        norms = np.sqrt(1.0 + np.einsum("ij,ij->i", histograms, histograms, dtype=np.float64))[:, None]
-        return list((np.concatenate([l2_normalize(pooled), histograms], axis=1) / norms).astype(np.float32))
+        return pooled
 
     def similarity(self, query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
         return cosine_scores(query, docs)

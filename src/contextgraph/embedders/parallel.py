@@ -18,6 +18,7 @@ fingerprint depends on its own draft only, and the shards come back in order."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import multiprocessing
 import os
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from contextgraph.embedders.backbone import default_model_dir, load_backbone
-from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, StageTimings, check_draft
+from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, StageTimings, check_draft, code_model_dir
 from contextgraph.fingerprint import Fingerprint
 
 START_TIMEOUT_S = 600  # a worker loads a model: seconds on a CPU, longer on a cold disk; not forever
@@ -48,19 +49,24 @@ class PipelineSpec:
     device: str = "cpu"
     dtype: str | None = None
     quantized: bool = False
+    code_model: str = "shipped"  # E7's encoder: Settings.code_model
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> PipelineSpec:
         """The server's pipeline as `settings` describe it, with `overrides` (runtime="torch", dtype=...)."""
         spec = cls(cache_dir=str(settings.models_dir),
                    model_dir=None if settings.model_dir is None else str(settings.model_dir),
-                   runtime=settings.runtime, device=settings.device, quantized=settings.quantized)
+                   runtime=settings.runtime, device=settings.device, quantized=settings.quantized,
+                   code_model=settings.code_model)
         return dataclasses.replace(spec, **overrides)
 
     def build(self) -> FingerprintPipeline:
         model_dir = Path(self.model_dir) if self.model_dir else default_model_dir()
-        return FingerprintPipeline(load_backbone(model_dir, Path(self.cache_dir), runtime=self.runtime,
-                                                 quantized=self.quantized, device=self.device, dtype=self.dtype))
+        load = functools.partial(load_backbone, runtime=self.runtime, quantized=self.quantized, device=self.device,
+                                 dtype=self.dtype)
+        code_dir = code_model_dir(self.code_model, Path(self.cache_dir))
+        return FingerprintPipeline(load(model_dir, Path(self.cache_dir)),
+                                   code_encoder=None if code_dir is None else load(code_dir, Path(self.cache_dir)))
 
 
 _worker_pipeline: FingerprintPipeline | None = None  # one per worker process, built by _start_worker

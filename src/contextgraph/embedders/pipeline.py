@@ -4,14 +4,17 @@ last batch per stage, for benchmarks and `debug_*` tools."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from contextgraph.embedders import code_model
 from contextgraph.embedders.backbone import default_model_dir, load_backbone
 from contextgraph.embedders.base import Backbone, Embedder, MemoryInput
 from contextgraph.embedders.registry import default_embedders
@@ -51,9 +54,10 @@ class StageTimings:
 
 
 class FingerprintPipeline:
-    def __init__(self, backbone: Backbone, embedders: Sequence[Embedder] | None = None) -> None:
+    def __init__(self, backbone: Backbone, embedders: Sequence[Embedder] | None = None,
+                 code_encoder: Backbone | None = None) -> None:
         self.backbone = backbone
-        chosen = default_embedders(backbone) if embedders is None else embedders
+        chosen = default_embedders(backbone, code_encoder) if embedders is None else embedders
         self.embedders = tuple(sorted(chosen, key=lambda e: e.space))  # index i holds space i + 1
         spaces = [e.space for e in self.embedders]
         if sorted(spaces) != [s.id for s in SPACES]:
@@ -76,6 +80,19 @@ class FingerprintPipeline:
     def manifest(self) -> list[dict]:
         """Per space: {space, name, kind, dim, method} — what get_graph_manifest reports."""
         return [dict(entry) for entry in self._manifest]
+
+    def method(self, space: int) -> str:
+        """What makes space `space`'s vectors now (the manifest's method): a store records it per space."""
+        return self._manifest[space - 1]["method"]
+
+    def embed_space(self, space: int, texts: Sequence[str], modalities: Sequence[str]) -> list[Any]:
+        """One space's vectors for these texts (a store's space re-embedded after its embedder changed): straight
+        from the texts when the embedder can (E7 with a code encoder of its own), else from whole fingerprints."""
+        embedder = self.embedders[space - 1]
+        direct = getattr(embedder, "embed_texts", None)
+        if direct is not None and getattr(embedder, "encoder", None) is not None:
+            return direct(texts, modalities)
+        return [fp[space] for fp in self.embed([Draft(t, m) for t, m in zip(texts, modalities)])]
 
     def embed(self, items: Sequence[Draft]) -> list[Fingerprint]:
         """One complete fingerprint per draft, in order; raises InvalidParams for a bad draft, EmbeddingError when
@@ -135,15 +152,22 @@ class FingerprintPipeline:
 def build_pipeline(settings: Any) -> FingerprintPipeline:
     """The pipeline the server runs, from Settings: the model directory (None: the packaged all-MiniLM-L6-v2),
     where exported graphs are cached (the data directory by default, keyed by the model's hash), the runtime
-    ("auto" | "onnx" | "torch"), the int8 graph, and the device."""
-    backbone = load_backbone(
-        settings.model_dir or default_model_dir(),
-        settings.models_dir,
-        runtime=settings.runtime,
-        quantized=settings.quantized,
-        device=settings.device,
-    )
-    return FingerprintPipeline(backbone)
+    ("auto" | "onnx" | "torch"), the int8 graph, the device, and E7's code encoder (`code_model`)."""
+    load = functools.partial(load_backbone, runtime=settings.runtime, quantized=settings.quantized,
+                             device=settings.device)
+    backbone = load(settings.model_dir or default_model_dir(), settings.models_dir)
+    code_dir = code_model_dir(settings.code_model, settings.models_dir)
+    return FingerprintPipeline(backbone, code_encoder=None if code_dir is None else load(code_dir, settings.models_dir))
+
+
+def code_model_dir(choice: str, cache_dir: Path) -> Path | None:
+    """E7's encoder directory for Settings.code_model: "shipped" (the code model trained for E7, assembled from
+    the packaged base model on first use), "shared" (None: E7 pools the shared forward), or a model directory."""
+    if choice == "shared":
+        return None
+    if choice == "shipped":
+        return code_model.assemble(default_model_dir(), cache_dir)
+    return Path(choice)
 
 
 def _run(embedder: Embedder, inputs: list[MemoryInput], method: Callable[[list[MemoryInput]], Any]) -> Any:

@@ -21,9 +21,10 @@ from contextgraph.embedders.e12_late_interaction import LateInteractionEmbedder
 from contextgraph.embedders.e13_splade import SpladeEmbedder
 
 
-def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
+def default_embedders(backbone: Backbone, code_encoder: Backbone | None = None) -> tuple[Embedder[Any], ...]:
     """E1..E13 with this project's offline defaults; index i holds space i + 1. Embedders with a device path (E9)
-    compute on the backbone's GPU when it has one."""
+    compute on the backbone's GPU when it has one. E7 runs `code_encoder` when given (embedders.code_model),
+    else pools the shared forward."""
     return (
         SemanticEmbedder(backbone),
         TemporalRecentEmbedder(),
@@ -31,7 +32,7 @@ def default_embedders(backbone: Backbone) -> tuple[Embedder[Any], ...]:
         TemporalPositionalEmbedder(),
         CausalEmbedder(backbone),
         SparseEmbedder(),
-        CodeEmbedder(backbone),
+        CodeEmbedder(backbone, code_encoder),
         GraphEmbedder(backbone),
         _hdc(backbone),
         MultimodalEmbedder(backbone),

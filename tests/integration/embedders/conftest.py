@@ -9,6 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
+from contextgraph.embedders import code_model
 from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir
 from contextgraph.embedders.base import MemoryInput
 from contextgraph.embedders.pipeline import FingerprintPipeline
@@ -20,8 +21,14 @@ def backbone(model_cache) -> OnnxBackbone:
 
 
 @pytest.fixture(scope="session")
-def pipeline(backbone) -> FingerprintPipeline:
-    return FingerprintPipeline(backbone)
+def code_backbone(model_cache) -> OnnxBackbone:
+    """E7's code encoder as the server loads it by default (embedders.code_model)."""
+    return OnnxBackbone(code_model.assemble(default_model_dir(), model_cache), model_cache)
+
+
+@pytest.fixture(scope="session")
+def pipeline(backbone, code_backbone) -> FingerprintPipeline:
+    return FingerprintPipeline(backbone, code_encoder=code_backbone)
 
 
 @pytest.fixture(scope="session")

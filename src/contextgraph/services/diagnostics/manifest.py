@@ -36,7 +36,7 @@ async def build_manifest(services: Services, tools_registered: int, tools_active
                         "durable in LMDB with per-space indexes; Reasoning retrieves in five fused stages; Meta "
                         "tracks learning (UTL) and drives the cognitive pulse; Action is the MCP tool surface.",
         "layers": {
-            "perception": {**layer, "embedders": embedders},
+            "perception": {**layer, "embedders": embedders, "re_embedding": _re_embedding(storage.space_refresh)},
             "memory": {"status": "ready", "memories": count, "data_dir": str(storage.home),
                        "store_bytes": _dir_bytes(storage.home / STORE_DIR), "indexes": index_sizes},
             "reasoning": {"status": "ready" if count else "empty",
@@ -52,6 +52,15 @@ async def build_manifest(services: Services, tools_registered: int, tools_active
             "action": {"status": "ready", "tools_registered": tools_registered, "tools_active": tools_active},
         },
     }
+
+
+def _re_embedding(refresh: Any) -> dict[str, Any]:
+    """Spaces being re-embedded across the store (their embedder changed), with progress; {} when none."""
+    report = refresh.report()
+    if refresh.stale:
+        report["note"] = ("left out of searches until every memory is re-embedded: "
+                          + ", ".join(f"E{s}" for s in sorted(refresh.stale)))
+    return report
 
 
 def _stage4(services: Services) -> dict[str, Any]:

@@ -175,6 +175,7 @@ class MemoryService:
             self.teleology.refresh()  # another process may have set a star (a store read: this is a worker thread)
             purpose = self.teleology.star_view()
         retriever = Retriever(store, indexes, pipeline.embedders, self.retrieval_settings, reference, purpose)
+        retriever.stale_spaces = self.handle.space_refresh.check(store)
         if self.modulation is not None:
             retriever.modulation = self.modulation()
         return retriever

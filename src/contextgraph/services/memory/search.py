@@ -129,6 +129,9 @@ class Retriever:
     (retrieval.modulation; neutral unless the caller sets it)."""
 
     modulation: Modulation = NEUTRAL
+    # spaces being re-embedded across the store (services.runtime.space_refresh): their stored vectors and the
+    # query's may come from different models, so they do not vote until the rewrite is done
+    stale_spaces: frozenset[int] = frozenset()
 
     def __init__(self, store: Any, indexes: Any, embedders: Sequence[Any], settings: RetrievalSettings,
                  reference: Sequence[Fingerprint] | FingerprintColumns = (),
@@ -233,9 +236,13 @@ class Retriever:
         scores = self.space_scores(query, columns, causal_direction)
         mod = self.modulation  # serotonin: the space weights; noradrenaline: k (identity at the baselines)
         weights = reweight(s.weights_for(query_text), mod.weight_exponent)
+        score_weights = s.score_weights
+        if self.stale_spaces:
+            weights = {space: w for space, w in weights.items() if space not in self.stale_spaces}
+            score_weights = {space: w for space, w in score_weights.items() if space not in self.stale_spaces}
         rrf_k = s.rrf_k * mod.temperature
         space_ranks = {space: ranks(values) for space, values in scores.items()}
-        fused = fuse(scores, weights, rrf_k, s.score_weights, space_ranks)
+        fused = fuse(scores, weights, rrf_k, score_weights, space_ranks)
         lap("s3_rrf_fusion")
         timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
         # S4: purpose. By default a bounded re-rank toward the query's goal; "filter": the candidates below the

@@ -83,12 +83,21 @@ class Perception:
             self._pipeline = build_pipeline(self.settings)
             _log.info("embedding pipeline ready", seconds=round(time.perf_counter() - started, 2),
                       runtime=self._pipeline.backbone.runtime)
+            self._refresh_changed_spaces(self._pipeline)
             _settle_heap()
         except BaseException as exc:  # reported to every caller that waits for it
             self._error = exc
             _log.exception("embedding pipeline failed to load")
         finally:
             self._ready.set()
+
+    def _refresh_changed_spaces(self, pipeline: FingerprintPipeline) -> None:
+        """Re-embed, in the background, a space whose embedder changed since the store's memories were made (a
+        failure to start is logged: the store serves as it is, with that space left out of searches)."""
+        try:
+            self.handle.space_refresh.start(self.handle.store, self.handle.writer, pipeline)
+        except Exception:
+            _log.exception("could not check the store's spaces against the loaded model")
 
     async def pipeline(self) -> FingerprintPipeline:
         """The loaded pipeline; waits for the background load (EmbeddingError, retryable, past the wait)."""

@@ -32,6 +32,7 @@ from contextgraph.services.engine.history import EngineHistory
 from contextgraph.services.engine.workspace import WorkspaceService
 from contextgraph.services.runtime.after_answer import AfterAnswer
 from contextgraph.services.runtime.e8_refresh import E8Refresher
+from contextgraph.services.runtime.space_refresh import SpaceRefresh
 from contextgraph.services.runtime.tombstones import expired_ids, purge_expired
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
 from contextgraph.storage.indexes import IndexSet
@@ -59,6 +60,8 @@ class StoreHandle:
         # what configures every ΔS/ΔC computer this handle makes (Meta-UTL's λ, ATC's Johari threshold)
         self._delta_sc_setup: list[Callable[[DeltaScComputer], None]] = []
         self.e8 = E8Refresher(constitution["graph"]["e8_refresh"])
+        # a space whose embedder changed (E7's code model), re-embedded in the background once the model loads
+        self.space_refresh = SpaceRefresh()
         # the cognitive work that follows an answer, in order, on a thread of its own (docs/engine.md#after-the-answer)
         self.after_answer = AfterAnswer()
         self._recovery_window_s = float(constitution["curation"]["recovery_window_days"]) * 86400.0
@@ -163,6 +166,7 @@ class StoreHandle:
             if store is None or indexes is None or writer is None:
                 return
             try:
+                self.space_refresh.stop()  # its batch in flight finishes; what is left resumes at the next start
                 self.delta_sc.close()  # no background refit may read the store once it closes
                 if self.cognition.dirty or self.workspace.dirty or (self.history is not None and self.history.dirty):
                     try:
@@ -182,6 +186,7 @@ class StoreHandle:
                 store.close()
                 self._store = None
                 self.delta_sc = DeltaScComputer(self.constitution)  # fitted models belong to the store just closed
+                self.space_refresh = SpaceRefresh()
                 for setup in self._delta_sc_setup:
                     setup(self.delta_sc)
 
