@@ -102,6 +102,13 @@ def score_parts(
     return ScoreParts(w_e * max(0.0, math.cos(phi)), surprise, coherence, lam)
 
 
+def predicted_parts(actual: ScoreParts, surprise: float, coherence: float) -> ScoreParts:
+    """L̂'s parts: the S and C the engine expects (from E1 alone, before the other spaces are scored) with L's own
+    weight wₑ·max(0, cos φ) and λ. The weight is not what is predicted: an L̂ without it (φ = 0) stood above L by
+    cos φ in every operation, and Meta-UTL, which moves λ_S by α·(L − L̂), could only ever push λ one way."""
+    return ScoreParts(actual.weight, _clamp(surprise, 0.0, 1.0), _clamp(coherence, 0.0, 1.0), actual.lambda_s)
+
+
 def learning_score(
     delta_s: Sequence[float],
     delta_c: Sequence[float],

@@ -28,8 +28,8 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
          spread (docs/utl.md): its phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated
          familiarity) in the ten content spaces (E2-E4, when it was stored, left out), τ uniform until a
          teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
-    L̂    the engine's prediction before the other spaces are scored: the same formula from E1 alone (ΔS₁, ΔC₁ in
-         every space, φ = 0); meta-cognition compares it with L (MetaScore, utl.meta).
+    L̂    the engine's prediction before the other spaces are scored: S and C from E1 alone (ΔS₁, ΔC₁) with L's own
+         weight wₑ·max(0, cos φ) (learning.predicted_parts); meta-cognition compares it with L (MetaScore, utl.meta).
 
 The store model (`StoreModel`: Gaussian fits, sparse idf, clusters and the per-space calibrations) is refitted
 from a random sample of the store once the store has changed by `gaussian.refit_growth` (at least one memory):
@@ -254,8 +254,11 @@ class DeltaScComputer:
                 results.append(SpaceResult(sid, delta_s, dc.delta_c(conn, fit, consistency, self.weights), method,
                                            conn, fit, n))
         timings["spaces"] = _ms(started) - timings["neighbours"] - timings["model"]
-        weights = learning.normalised(list(tau) if tau is not None and len(tau) == len(SPACES)
-                                      else [1.0] * len(SPACES))
+        # S, C and φ over the content spaces: E2-E4 say when a memory was stored, so every memory of a session is
+        # familiar to them and none fits them better than another (docs/utl.md#learning-score); their ΔS and ΔC
+        # stay reported per space
+        given = list(tau) if tau is not None and len(tau) == len(SPACES) else [1.0] * len(SPACES)
+        weights = learning.normalised([0.0 if sp.id in TIME_SPACES else w for sp, w in zip(SPACES, given)])
         s_values = [r.delta_s for r in results]
         c_values = [r.delta_c for r in results]
         entropy = float(np.dot(weights, s_values))
@@ -263,13 +266,11 @@ class DeltaScComputer:
         count = store.count()
         stage = self.lambda_policy(learning.lifecycle(count, self.stages))
         w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
-        # φ over the content spaces: E2-E4 say when a memory was stored, and every memory of a session is familiar
-        # to them, so their agreement would discount exactly the novel content L should reward (D22)
+        # their agreement in E2-E4 would discount exactly the novel content L should reward
         phi = learning.binding_phase_spread([v for sp, v in zip(SPACES, s_values) if sp.id not in TIME_SPACES])
         parts = learning.score_parts(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
                                      self.emotional_bounds)
-        predicted = learning.score_parts([s_values[0]] * len(SPACES), [c_values[0]] * len(SPACES), weights,
-                                         stage.lambda_s, stage.lambda_c, w_e, 0.0, self.emotional_bounds)
+        predicted = learning.predicted_parts(parts, s_values[0], c_values[0])
         timings["total"] = _ms(started)
         return DeltaSc(results, consistency, entropy, coherence, parts.score,
                        classify(entropy, coherence, self.threshold), stage, self.threshold, timings, neighbourhood,
