@@ -292,8 +292,8 @@ class DeltaScComputer:
         conn, fit = self._raw_coherence(model, sid, sims, cluster_dists, ranked=bool(model.coherence))
         # ranked among the store's own leave-one-out memories, as ΔS is calibrated (docs/utl.md#coherence): an
         # unrelated text is less connected than every stored memory, whatever the space's raw scale
-        conn = model.coherence_percentile(f"E{sid}/connectivity", conn)
-        fit = model.coherence_percentile(f"E{sid}/cluster_fit", fit)
+        conn = model.coherence_standing(f"E{sid}/connectivity", conn)
+        fit = model.coherence_standing(f"E{sid}/cluster_fit", fit)
         if sid == GRAPH_SPACE and len(edge_weights):  # the vertex's own edges: already a judged connection
             conn = dc.connectivity(edge_weights, 0.0)
         return sid, delta_s, method, conn, fit, len(fps)

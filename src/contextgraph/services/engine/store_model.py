@@ -157,7 +157,7 @@ class StoreModel:
     # similarity to a context is normalised against (gwt.binding.context_agreements)
     reference: tuple[Fingerprint, ...] = ()
     # per "E<i>/connectivity" and "E<i>/cluster_fit": the leave-one-out memories' raw values, sorted; ΔC reads a
-    # memory's connectivity and cluster fit as percentiles among them (utl.delta_c.store_percentile)
+    # memory's connectivity and cluster fit by where they stand among them (utl.delta_c.store_standing)
     coherence: dict[str, np.ndarray] = field(default_factory=dict)
 
     @cached_property
@@ -169,8 +169,8 @@ class StoreModel:
     def calibrate(self, key: str, g: float) -> float:
         return self.calibration.get(key, cal.IDENTITY)(g)
 
-    def coherence_percentile(self, key: str, value: float) -> float:
-        return dc.store_percentile(value, self.coherence.get(key, np.zeros(0)))
+    def coherence_standing(self, key: str, value: float) -> float:
+        return dc.store_standing(value, self.coherence.get(key, np.zeros(0)))
 
     def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
         table = self.idf.get(space)
