@@ -270,6 +270,25 @@ def test_store_standing_is_monotone_and_in_the_unit_interval(values, x):
     assert dc.store_standing(x + 0.5, sample) >= p
 
 
+def test_separation_is_the_robust_d_prime_between_on_and_off_topic():
+    """Naive reference: (median(on) − median(off)) / (1.4826·√(½(MAD_on² + MAD_off²))), clipped to [0, 3]."""
+    on = np.array([0.30, 0.34, 0.36, 0.40, 0.41, 0.45, 0.50])
+    off = np.array([0.20, 0.22, 0.23, 0.25, 0.26, 0.30])
+
+    def mad(x):
+        return float(np.median(np.abs(x - np.median(x))))
+
+    want = (np.median(on) - np.median(off)) / (1.4826 * math.sqrt(0.5 * (mad(on) ** 2 + mad(off) ** 2)))
+    assert dc.separation(on, off) == pytest.approx(min(want, dc.MAX_SEPARATION))
+    assert dc.separation(off, on) == 0.0  # removing the topic raised the statistic: no topic signal
+    assert dc.separation(on, on) == 0.0
+    assert dc.separation(on[:4], off) == 1.0  # too few values: no evidence either way
+    assert dc.separation(np.full(6, 0.5), np.full(6, 0.4)) == dc.MAX_SEPARATION
+    # a space that does not see topics (character n-grams: ~0.59 whether the topic is stored or not)
+    rng = np.random.default_rng(4)
+    assert dc.separation(rng.normal(0.59, 0.01, 32), rng.normal(0.589, 0.01, 32)) < 0.5
+
+
 def test_neighbourhood_closeness_leaves_out_the_single_nearest():
     # a paraphrase (one twin at 0.95) and a new fact on its topic have the same neighbourhood beyond the nearest
     topic = [0.6, 0.55, 0.5, 0.2, 0.1]

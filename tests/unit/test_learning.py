@@ -122,3 +122,15 @@ def test_prediction_shares_the_weight_of_l(ds, dc, we, phi, lam):
     assert exact.weight == actual.weight and exact.lambda_s == actual.lambda_s
     low = predicted_parts(actual, actual.surprise * 0.5, actual.coherence * 0.5)
     assert low.score <= actual.score + 1e-12  # a prediction of less surprise and coherence predicts less
+
+
+@given(thirteen, thirteen, st.lists(st.floats(0, 5), min_size=13, max_size=13), st.floats(0, math.pi))
+def test_coherence_weights_of_their_own(ds, dc, c_tau, phi):
+    """C with its own per-space weights (how far each space sees topics): S keeps τ, C takes `coherence_tau`."""
+    from contextgraph.utl.learning import normalised, score_parts
+
+    parts = score_parts(ds, dc, [1.0] * 13, 0.5, 0.5, 1.0, phi, coherence_tau=c_tau)
+    assert parts.surprise == pytest.approx(float(np.mean(ds)), abs=1e-12)
+    assert parts.coherence == pytest.approx(float(np.dot(normalised(c_tau), dc)), abs=1e-12)
+    assert score_parts(ds, dc, [1.0] * 13, 0.5, 0.5, 1.0, phi, coherence_tau=[1.0] * 13) == score_parts(
+        ds, dc, [1.0] * 13, 0.5, 0.5, 1.0, phi)
