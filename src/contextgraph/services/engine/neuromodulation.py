@@ -67,10 +67,10 @@ class NeuromodulationService:
         self.on_enter = float(constitution["gwt"]["workspace"]["dopamine_on_enter"])
         self.on_weak_search = float(n["noradrenaline_on_weak_search"])
         self.relevance_floor = float(constitution["retrieval"]["relevance_floor"])
-        self._explore_gain = float(n["noradrenaline_explore"]["gain"])
+        self.explore_gain = float(n["noradrenaline_explore"]["gain"])
         self._explore_head = int(n["noradrenaline_explore"]["head"])
         self.on_use = float(n["dopamine_on_use"])
-        self._use_bound = float(n["dopamine_use_boost"])
+        self.use_bound = float(n["dopamine_use_boost"])
         self._uses: deque[tuple[str, float]] = deque(maxlen=int(n["uses_remembered"]))  # (id or prefix, when)
         self.last_search_effect = ""  # what the modulators did to the latest search, in one line (or nothing)
         self._clock = clock
@@ -100,9 +100,9 @@ class NeuromodulationService:
                           weight_exponent=1.0 - 2.0 * (se - b["serotonin"].baseline),
                           temperature=temperature,
                           spread=spread_strength(temperature, b["noradrenaline"].max / b["noradrenaline"].baseline,
-                                                 self._explore_gain),
+                                                 self.explore_gain),
                           explore_head=self._explore_head,
-                          boosts=use_boosts(uses, self._clock(), da, b["dopamine"], self.on_use, self._use_bound))
+                          boosts=use_boosts(uses, self._clock(), da, b["dopamine"], self.on_use, self.use_bound))
 
     def state(self) -> dict[str, Any]:
         modulation = self.modulation()

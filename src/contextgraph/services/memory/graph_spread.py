@@ -2,8 +2,11 @@
 candidates and spreads score along (docs/retrieval.md#neuromodulation-of-retrieval). Reads only; the scoring is
 retrieval.modulation.spread.
 
-Temporal edges are not followed: a session's previous memory is next to a hit in time, not in topic, and every
-stored memory has one.
+Only links someone made on purpose are followed: Relational (link_to), Causal, Hierarchical, and any edge with a
+provenance (a dream's link, an explicit "because"). Store-time Semantic edges join a memory to its nearest
+neighbours by E1, which the candidates already hold and rank by their own similarity: spreading along them only
+lifted a hit's look-alikes above the answers of unrelated queries (benchmarks/bench_modulators.py's control).
+Temporal edges join a session's memories in time, not in topic.
 """
 
 from __future__ import annotations
@@ -13,7 +16,11 @@ from typing import Any
 
 import numpy as np
 
-FOLLOWED = frozenset({"Semantic", "Causal", "Hierarchical", "Relational"})
+FOLLOWED = frozenset({"Causal", "Hierarchical", "Relational"})
+
+
+def followed(edge: Any) -> bool:
+    return edge.type in FOLLOWED or (edge.type != "Temporal" and bool(edge.provenance))
 
 
 def linked(store: Any, seqs: Sequence[int]) -> dict[int, list[tuple[int, float]]]:
@@ -25,7 +32,7 @@ def linked(store: Any, seqs: Sequence[int]) -> dict[int, list[tuple[int, float]]
         for seq, memory_id in live:
             pairs = out.setdefault(seq, [])
             for edge in g.edges(memory_id):
-                other = g.get(edge.other(memory_id)) if edge.type in FOLLOWED else None
+                other = g.get(edge.other(memory_id)) if followed(edge) else None
                 if other is not None:
                     pairs.append((other.seq, min(1.0, max(0.0, float(edge.weight)))))
         return out
