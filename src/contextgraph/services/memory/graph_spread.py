@@ -4,8 +4,8 @@ retrieval.modulation.spread.
 
 Only links someone made on purpose are followed: Relational (link_to), Causal, Hierarchical, and any edge with a
 provenance (a dream's link, an explicit "because"). Store-time Semantic edges join a memory to its nearest
-neighbours by E1, which the candidates already hold and rank by their own similarity: spreading along them only
-lifted a hit's look-alikes above the answers of unrelated queries (benchmarks/bench_modulators.py's control).
+neighbours by E1, which the candidates already hold and rank by their own similarity: spreading along them would
+count that similarity twice (on benchmarks/bench_modulators.py's cases following them changed nothing either way).
 Temporal edges join a session's memories in time, not in topic.
 """
 
