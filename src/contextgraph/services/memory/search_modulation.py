@@ -1,6 +1,6 @@
-"""What the neuromodulators did to one answer, after stages 3-5 chose it (docs/retrieval.md#neuromodulation-of-
-retrieval): dopamine's reorder of the answer toward what the agent just used, and the one line per modulator that
-the answer carries when it changed the set or the order."""
+"""What the neuromodulators did to one answer, after stages 3-5 chose it
+(docs/retrieval.md#neuromodulation-of-retrieval): dopamine's reorder of the answer toward what the agent just used,
+and the one line per modulator that the answer carries when it changed the set or the order."""
 
 from __future__ import annotations
 
