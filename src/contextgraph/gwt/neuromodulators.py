@@ -6,6 +6,10 @@ clamped to its bounds; between events it relaxes exponentially towards its basel
     level(t) = baseline + (level(t₀) − baseline) · 2^(−(t − t₀) / half_life)
 
 Reading is lazy (computed from the last event's level and time), so nothing ticks in the background.
+
+How strongly a level acts on retrieval, beyond the parameter it sets, is here too: noradrenaline's exploration
+share (`spread_strength`) and dopamine's boosts of the memories the agent used (`use_boosts`); what retrieval does
+with them is retrieval.modulation.
 """
 
 from __future__ import annotations
