@@ -104,3 +104,22 @@ def test_a_use_raises_dopamine_and_boosts_that_memory_until_refuted_and_it_persi
     assert s.modulation().boosts == {}
     clock.t += 6000.0  # ten dopamine half-lives: back at rest, nothing boosted
     assert restored.modulation().boosts == {}
+
+
+def test_exploration_follows_deliberate_links_only_and_at_most_max_links_a_hit():
+    from contextgraph.services.memory.graph_spread import MAX_LINKS, head_links, linked
+    from contextgraph.storage.base import Edge
+
+    records = {f"m{i}": SimpleNamespace(id=f"m{i}", seq=i) for i in range(100)}
+    edges = {"m0": [Edge("m0", "m1", "Relational", 1.0), Edge("m0", "m2", "Semantic", 0.9),
+                    Edge("m0", "m3", "Temporal", 1.0), Edge("m4", "m0", "Semantic", 0.5, provenance="dream"),
+                    Edge("m0", "m5", "Causal", 0.7)],
+             "m6": [Edge("m6", f"m{i}", "Relational", i / 100) for i in range(7, 100)]}
+    graph = SimpleNamespace(edges=lambda node: edges.get(node, []), get=records.get)
+    store = SimpleNamespace(get_by_seq=lambda seqs: [records[f"m{s}"] for s in seqs], graph_read=lambda fn: fn(graph))
+    links = linked(store, [0, 6])
+    assert sorted(links[0]) == [(1, 1.0), (4, 0.5), (5, 0.7)]  # not the store-time Semantic or Temporal edges
+    assert len(links[6]) == MAX_LINKS and min(w for _, w in links[6]) == pytest.approx((100 - MAX_LINKS) / 100)
+    fused = np.array([0.1, 0.2, 3.0, 0.4, 0.3, 0.5])  # rows are seqs 10..15; the best-fused is row 2 (seq 12)
+    edges["m12"] = [Edge("m12", "m15", "Relational", 1.0), Edge("m12", "m50", "Relational", 1.0)]
+    assert head_links(store, fused, [10, 11, 12, 13, 14, 15], 1) == [(2, 5, 1.0)]  # m50 is not a candidate

@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 
 FOLLOWED = frozenset({"Causal", "Hierarchical", "Relational"})
+# the strongest links read per hit: an aroused search reads at most 15 hits' links, and a hub's hundreds of
+# links would cost a read each and add candidates no one asked for
+MAX_LINKS = 32
 
 
 def followed(edge: Any) -> bool:
@@ -31,8 +34,9 @@ def linked(store: Any, seqs: Sequence[int]) -> dict[int, list[tuple[int, float]]
         out: dict[int, list[tuple[int, float]]] = {}
         for seq, memory_id in live:
             pairs = out.setdefault(seq, [])
-            for edge in g.edges(memory_id):
-                other = g.get(edge.other(memory_id)) if followed(edge) else None
+            edges = sorted((e for e in g.edges(memory_id) if followed(e)), key=lambda e: -e.weight)[:MAX_LINKS]
+            for edge in edges:
+                other = g.get(edge.other(memory_id))
                 if other is not None:
                     pairs.append((other.seq, min(1.0, max(0.0, float(edge.weight)))))
         return out
