@@ -202,12 +202,17 @@ def show(result: dict[str, Any]) -> None:
         if r["note"]:
             print(f"    note: {r['note']}")
             break
+    def dopamine(r: dict[str, Any]) -> dict[str, Any]:
+        used, other = r["target_used"], r["target_other"]
+        return {f"MRR of the cited note ({used['n']})": used["rr"],
+                f"MRR where another note answers ({other['n']})": other["rr"],
+                "answer sets unchanged": r["answer_sets_unchanged"]}
+
     print("dopamine, tune half:")
     for name, r in result["dopamine_tune"].items():
-        line(name, {**r["target_used"], "others": r["target_other"]["rr"], "sets": r["answer_sets_unchanged"]})
+        line(name, dopamine(r))
+    line("test half (chosen bound)", dopamine(result["dopamine_test"]))
     r = result["dopamine_test"]
-    line("test half (chosen bound)", {**r["target_used"], "others": r["target_other"]["rr"],
-                                      "sets": r["answer_sets_unchanged"]})
     for row in r["rows"]:
         if row["note"]:
             print(f"    note: {row['note']}")
