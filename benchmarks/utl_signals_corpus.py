@@ -1,12 +1,17 @@
 """Labelled probes for benchmarks/utl_signals.py: topics of stored facts, and per topic four probes of known kind.
 
 Two halves, fixed before any tuning: TUNE is the six topics of the property tests (tests/unit/novelty_corpus.py,
-what the UTL was tuned on); TEST is four topics written for this benchmark (three share their stored facts with
-benchmarks/cognitive_session.py; every probe here is new), only ever reported, never tuned on.
+what the UTL was tuned on); TEST is eight topics written for this benchmark, only ever reported, never tuned on:
+four from the first version (three share their stored facts with benchmarks/cognitive_session.py; every probe
+here is new) and four added on 2026-11-27 in domains no other topic touches (beekeeping, a home network, film
+photography, an aquarium), written before any run on them, so that "≥ 80 % of topics" is at least 7 of 8, not 4 of 4.
 
 Per topic: `facts` (stored first, interleaved with every other topic's), and the probes `duplicate` (a stored fact
 verbatim), `paraphrase` (a stored fact in other words), `new` (a fact on the topic not stated before) and
-`unrelated` (a text on no stored topic)."""
+`unrelated` (a text on no stored topic). Two unrelated probes of the first version were on a stored topic once
+both halves shared one store, and were replaced on 2026-11-27: ci-cache's rye loaves with caraway (the bread and
+sourdough topics store rye-flour facts) and tomatoes' Arctic terns, "the longest journey of any bird" (the birds
+topic stores bird sightings); HISTORY.md gives the numbers with the old probes too."""
 
 from __future__ import annotations
 
@@ -19,13 +24,17 @@ import novelty_corpus as nc
 KINDS = ("duplicate", "paraphrase", "new", "unrelated")
 
 
+# tomatoes' own unrelated text (Arctic terns, the longest journey of any bird) is on the birds topic of TEST
+_UNRELATED_OF = {"tomatoes": 6}
+
+
 def _tune() -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     for i, (name, t) in enumerate(nc.TOPICS.items()):
         facts = tuple(t["facts"])  # type: ignore[arg-type]
         _of, para = t["paraphrase"]  # type: ignore[misc]
         out[name] = {"facts": facts, "duplicate": facts[4], "paraphrase": para, "new": t["new"],
-                     "unrelated": nc.UNRELATED[i]}
+                     "unrelated": nc.UNRELATED[_UNRELATED_OF.get(name, i)]}
     return out
 
 
@@ -43,7 +52,7 @@ TEST: dict[str, dict[str, object]] = {
         "paraphrase": "Whenever someone pushes a newer commit to a branch, CI stops the job still running for the "
                       "older one.",
         "new": "Flaky CI tests are retried once, and a test that fails twice marks the whole job as failed.",
-        "unrelated": "The bakery on the square sells rye loaves with caraway seeds on Saturday mornings.",
+        "unrelated": "The museum's Roman coin collection moved to the east wing after the roof was repaired.",
     },
     "espresso": {
         "facts": (
@@ -82,6 +91,58 @@ TEST: dict[str, dict[str, object]] = {
         "new": "Adding a spoon of diastatic malt gives the sourdough crust a deeper brown colour.",
         "unrelated": "The city council voted to extend the cycle lane along the river to the football stadium.",
     },
+    "beekeeping": {
+        "facts": (
+            "The hives are inspected every nine days in spring to look for queen cells before the colony swarms.",
+            "Each brood box holds eleven frames, and a queen excluder keeps the queen out of the honey supers.",
+            "Varroa mites are treated with oxalic acid in December, when the colony has no capped brood.",
+            "The spring honey from the oilseed rape fields is extracted quickly because it sets hard within weeks.",
+        ),
+        "duplicate": "Varroa mites are treated with oxalic acid in December, when the colony has no capped brood.",
+        "paraphrase": "Above the brood chamber with its eleven frames sits a grid that lets the workers through but "
+                      "keeps the laying queen below, away from the honey.",
+        "new": "The bees are fed thick sugar syrup in early autumn if the hive feels light when lifted at the back.",
+        "unrelated": "The dentist recommends replacing a toothbrush every three months or after an illness.",
+    },
+    "home-network": {
+        "facts": (
+            "The router hands out addresses from 192.168.1.100 to 192.168.1.200 by DHCP.",
+            "The NAS in the hall cupboard backs up both laptops every night at two o'clock.",
+            "The upstairs mesh node is wired to the router with a Cat6 cable through the floor.",
+            "Guest devices join a separate Wi-Fi network that cannot reach the printer or the NAS.",
+        ),
+        "duplicate": "Guest devices join a separate Wi-Fi network that cannot reach the printer or the NAS.",
+        "paraphrase": "Every night at 2 a.m. the storage box in the hallway cupboard copies the files of both "
+                      "laptops.",
+        "new": "The router's firmware updates itself on Sunday nights, so the internet drops for a few minutes then.",
+        "unrelated": "Origami cranes are folded from a single square sheet of paper without cuts or glue.",
+    },
+    "film-photography": {
+        "facts": (
+            "The black-and-white film is developed in the bathroom with the developer at exactly 20 degrees.",
+            "Portra 400 colour negatives are sent to the lab in town and scanned at high resolution.",
+            "The old rangefinder's light meter reads about one stop too bright, so exposures are adjusted by hand.",
+            "Developed negatives are cut into strips of six and stored in archival sleeves in a ring binder.",
+        ),
+        "duplicate": "The black-and-white film is developed in the bathroom with the developer at exactly 20 degrees.",
+        "paraphrase": "Because the rangefinder's built-in meter overestimates the light by roughly a stop, each "
+                      "exposure gets corrected manually.",
+        "new": "Fixer can be reused for about fifteen rolls before the negatives start to show a milky residue.",
+        "unrelated": "Lighthouse keepers once trimmed the lamp's wick every few hours through the night.",
+    },
+    "aquarium": {
+        "facts": (
+            "The freshwater aquarium holds 120 litres and is kept at 25 degrees with a small heater.",
+            "A quarter of the tank's water is changed every Sunday with dechlorinated tap water.",
+            "The neon tetras school near the plants, while the corydoras search the sand for food.",
+            "The canister filter's sponges are rinsed in old tank water so the beneficial bacteria survive.",
+        ),
+        "duplicate": "A quarter of the tank's water is changed every Sunday with dechlorinated tap water.",
+        "paraphrase": "To keep the helpful bacteria alive, the filter media are only ever washed in water taken "
+                      "from the aquarium itself.",
+        "new": "New fish wait two weeks in a quarantine tank before they join the main aquarium.",
+        "unrelated": "The parliament's budget debate ran past midnight before the final vote.",
+    },
 }
 
 
@@ -94,10 +155,9 @@ def stored() -> list[tuple[str, str]]:
 
 
 def probes() -> list[tuple[str, str, str, str]]:
-    """(half, topic, kind, text) of every probe: topic after topic, alternating halves, kinds in KINDS order."""
-    tune, test = list(TUNE), list(TEST)
-    order = [("tune", t) for t in tune[: len(test)]]
-    order = [x for pair in zip(order, [("test", t) for t in test]) for x in pair] + [("tune", t)
-                                                                                     for t in tune[len(test):]]
+    """(half, topic, kind, text) of every probe: topic after topic, alternating halves while both have topics
+    left, kinds in KINDS order."""
+    halves = [[("tune", t) for t in TUNE], [("test", t) for t in TEST]]
+    order = [h[i] for i in range(max(map(len, halves))) for h in halves if i < len(h)]
     topics = {**TUNE, **TEST}
     return [(half, name, kind, str(topics[name][kind])) for half, name in order for kind in KINDS]

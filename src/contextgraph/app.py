@@ -26,6 +26,7 @@ from contextgraph.services.engine.neuromodulation import DOCUMENT as NEUROMODULA
 from contextgraph.services.engine.neuromodulation import NeuromodulationService
 from contextgraph.services.engine.workspace import WorkspaceService
 from contextgraph.services.feedback.calibration_wiring import attach_calibration, on_results, on_store, on_tool_call
+from contextgraph.services.feedback.neuromod_wiring import on_tool_call as dopamine_on_use
 from contextgraph.services.feedback.steering import SteeringService
 from contextgraph.services.memory.curation import CurationService
 from contextgraph.services.memory.graph import GraphService
@@ -52,6 +53,8 @@ class App:
         self.dispatcher.observers.append(self.services.history.record_call)  # store/search rates, engine samples
         # a call that names a memory uses it: ATC's pending predictions resolve (services.calibration_wiring)
         self.dispatcher.argument_observers.append(on_tool_call(self.services.thresholds))
+        # and what the agent used ranks higher in its next answers (dopamine, services.feedback.neuromod_wiring)
+        self.dispatcher.argument_observers.append(dopamine_on_use(self.services.neuromodulation))
 
     @property
     def settings(self) -> Settings:
@@ -103,8 +106,8 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
                                     threshold_source=lambda: thresholds.value("theta_warn"))
     listeners = MemoryListeners(
         after_store=[steering.on_store, on_store(meta_learning, storage), purpose.goals.after_store],
-        after_search=[lambda found: None if found else neuromodulation.empty_search()],
         after_results=[on_results(thresholds),  # and what was retrieved together, for NREM
+                       neuromodulation.after_search,  # a weak search arouses noradrenaline
                        lambda _query, found: dream.co_retrieval.record([f.record.id for f in found.found])],
     )
     memory = MemoryService(storage, perception, c, teleology=purpose.teleology,  # purpose vectors, stage 4

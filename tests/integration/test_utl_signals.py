@@ -119,9 +119,10 @@ async def test_every_content_space_orders_real_text(settings):
 async def test_cluster_fit_and_learning_score_on_real_text(settings):
     results, _ = await _scored(settings, nc.stored(), _all_probes())
     fit = {kind: _median(results, kind, lambda r: r.spaces[0].cluster_fit) for kind in KINDS}
-    # percentiles among the store's own memories (docs/utl.md#coherence): a new fact on a topic fits like a
-    # typical stored memory (≈ 0.5), an unrelated text below nearly all of them (the silhouette put both near 0.5)
-    assert fit["unrelated"] < 0.2 and fit["new"] >= 0.4, fit
+    # standing among the store's own memories (docs/utl.md#coherence): a new fact on a topic fits about like a
+    # stored memory (the median stands at 0.5), an unrelated text several spreads below them all (the silhouette
+    # put both near 0.5)
+    assert fit["unrelated"] < 0.1 and fit["new"] > fit["unrelated"] + 0.25, fit
     coherence = {kind: _median(results, kind, lambda r: r.delta_c[0]) for kind in KINDS}
     assert coherence["new"] > coherence["unrelated"] + 0.3
     score = {kind: _median(results, kind, lambda r: r.learning_score) for kind in KINDS}
@@ -163,6 +164,10 @@ async def test_coherence_ranks_fit_against_the_store_own_memories(settings):
     components = {kind: _median(results, kind, lambda r: float(np.mean([s.connectivity for s in r.spaces])))
                   for kind in ("new", "unrelated")}
     assert related - unrelated >= 0.25, (related, unrelated)  # measured 0.30-0.35 over runs
+    # the reported C weighs the spaces also by how far each sees topics in this store (docs/utl.md#coherence):
+    # it separates at least as well as the plain mean, which E9's character n-grams blur
+    weighted = _median(results, "new", lambda r: r.coherence) - _median(results, "unrelated", lambda r: r.coherence)
+    assert weighted >= related - unrelated - 0.02, (weighted, related - unrelated)
     assert components["unrelated"] < 0.25 < 0.35 < components["new"], components
     # L (D22): a new fact on a stored topic teaches more than a duplicate, topic by topic, and than an unrelated
     # text once λ weighs both halves alike (growth; this 30-memory store is in infancy, λ_S 0.7, which values

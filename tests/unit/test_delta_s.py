@@ -524,6 +524,31 @@ def test_calibration_shrinks_toward_the_prior_with_few_samples():
         fit_calibration([0.5], slope_bounds=(2.0, 1.0))
 
 
+def test_calibration_location_is_the_shrunk_median_logit():
+    """Naive reference: location = n·median(logit g)/(n + w₀), the spread from the median absolute deviation."""
+    rng = np.random.default_rng(11)
+    loo = rng.uniform(0.05, 0.95, size=31)
+    z = np.array([logit(v) for v in loo])
+    cal = fit_calibration(loo, prior_weight=4, slope_bounds=(0.01, 100.0))
+    assert cal.location == pytest.approx(31 * float(np.median(z)) / 35)
+    med = float(np.median(z))
+    var = (4 * math.pi**2 / 3 + 31 * (1.4826 * float(np.median(np.abs(z - med)))) ** 2) / 35
+    assert cal.slope == pytest.approx(math.pi / math.sqrt(3 * var))
+
+
+def test_stored_duplicates_do_not_make_every_other_memory_novel():
+    """A session stores exact duplicates: their leave-one-out g is 0 (logit −14). A fifth of the sample at 0
+    moves the median by a few ranks; a mean moved the location so far that a typical memory read ~0.95."""
+    rng = np.random.default_rng(3)
+    typical = 1 / (1 + np.exp(-(0.2 + 0.4 * rng.logistic(size=40))))
+    clean = fit_calibration(typical)
+    with_duplicates = fit_calibration(np.concatenate([typical, np.zeros(10)]))
+    median_g = float(np.median(typical))
+    assert clean(median_g) == pytest.approx(0.5, abs=0.05)
+    assert with_duplicates(median_g) < 0.7  # still readable: a new fact is not pushed to the ceiling
+    assert with_duplicates(0.0) < 1e-3  # a duplicate is still ~0
+
+
 @FEW
 @given(st.lists(st.floats(0, 1), min_size=0, max_size=20), st.floats(0, 1), st.floats(0, 1))
 def test_calibrated_novelty_in_unit_and_monotone(loo, a, b):

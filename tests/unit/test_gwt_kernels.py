@@ -232,6 +232,63 @@ def test_store_percentile_is_monotone_and_in_the_unit_interval(values, x):
     assert dc.store_percentile(x + 0.5, sample) >= p
 
 
+def test_store_standing_is_a_logistic_of_the_robust_z_score():
+    """Naive reference: sigmoid(π/√3 · (x − median)/(1.4826·MAD)) of the store's own values."""
+    sample = np.array([0.30, 0.35, 0.40, 0.42, 0.45, 0.50, 0.55])
+    med = float(np.median(sample))
+    sd = 1.4826 * float(np.median(np.abs(sample - med)))
+    for x in (0.0, 0.3, 0.42, 0.6, 1.0):
+        want = 1.0 / (1.0 + math.exp(-math.pi / math.sqrt(3.0) * (x - med) / sd))
+        assert dc.store_standing(x, sample) == pytest.approx(want, abs=1e-12)
+    assert dc.store_standing(med, sample) == pytest.approx(0.5)  # the typical stored memory
+    # too few values, or no spread: the mid-rank percentile; none: the raw value; NaN: neutral
+    assert dc.store_standing(0.2, sample[:4]) == dc.store_percentile(0.2, sample[:4])
+    assert dc.store_standing(0.2, np.full(6, 0.4)) == dc.store_percentile(0.2, np.full(6, 0.4))
+    assert dc.store_standing(0.7, np.zeros(0)) == 0.7
+    assert dc.store_standing(float("nan"), sample) == dc.NEUTRAL_FIT
+
+
+def test_isolated_stored_memories_do_not_lift_an_unrelated_text():
+    """A store with a tail of isolated memories (unrelated texts stored earlier): a rank among them gave the next
+    unrelated text a standing of 0.1-0.2; the robust spread leaves it near 0 and the typical memory at 0.5."""
+    rng = np.random.default_rng(2)
+    topical = rng.normal(0.55, 0.05, size=27)
+    isolated = rng.normal(0.12, 0.02, size=5)
+    sample = np.sort(np.concatenate([topical, isolated]))
+    unrelated = 0.15
+    assert dc.store_percentile(unrelated, sample) > 0.1
+    assert dc.store_standing(unrelated, sample) < 0.01
+    assert dc.store_standing(float(np.median(sample)), sample) == pytest.approx(0.5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=0, max_size=40), st.floats(-2, 2))
+def test_store_standing_is_monotone_and_in_the_unit_interval(values, x):
+    sample = np.sort(np.array(values, dtype=np.float64))
+    p = dc.store_standing(x, sample)
+    assert 0.0 <= p <= 1.0
+    assert dc.store_standing(x + 0.5, sample) >= p
+
+
+def test_separation_is_the_robust_d_prime_between_on_and_off_topic():
+    """Naive reference: (median(on) − median(off)) / (1.4826·√(½(MAD_on² + MAD_off²))), clipped to [0, 3]."""
+    on = np.array([0.30, 0.34, 0.36, 0.40, 0.41, 0.45, 0.50])
+    off = np.array([0.20, 0.22, 0.23, 0.25, 0.26, 0.30])
+
+    def mad(x):
+        return float(np.median(np.abs(x - np.median(x))))
+
+    want = (np.median(on) - np.median(off)) / (1.4826 * math.sqrt(0.5 * (mad(on) ** 2 + mad(off) ** 2)))
+    assert dc.separation(on, off) == pytest.approx(min(want, dc.MAX_SEPARATION))
+    assert dc.separation(off, on) == 0.0  # removing the topic raised the statistic: no topic signal
+    assert dc.separation(on, on) == 0.0
+    assert dc.separation(on[:4], off) == 1.0  # too few values: no evidence either way
+    assert dc.separation(np.full(6, 0.5), np.full(6, 0.4)) == dc.MAX_SEPARATION
+    # a space that does not see topics (character n-grams: ~0.59 whether the topic is stored or not)
+    rng = np.random.default_rng(4)
+    assert dc.separation(rng.normal(0.59, 0.01, 32), rng.normal(0.589, 0.01, 32)) < 0.5
+
+
 def test_neighbourhood_closeness_leaves_out_the_single_nearest():
     # a paraphrase (one twin at 0.95) and a new fact on its topic have the same neighbourhood beyond the nearest
     topic = [0.6, 0.55, 0.5, 0.2, 0.1]

@@ -108,3 +108,29 @@ def test_emotional_weight_from_importance():
     assert emotional_weight(0.5) == 1.0 and emotional_weight(0.0) == 0.5 and emotional_weight(1.0) == 1.5
     assert emotional_weight(None, 1.2) == 1.2 and emotional_weight(float("nan"), 0.9) == 0.9
     assert emotional_weight(7.0) == 1.5
+
+
+@given(thirteen, thirteen, st.floats(0.5, 1.5), st.floats(0, math.pi), st.floats(0, 1))
+def test_prediction_shares_the_weight_of_l(ds, dc, we, phi, lam):
+    """L̂ predicts S and C (from E1) and takes L's own weight wₑ·max(0, cos φ): a prediction whose S and C are
+    right is exact at every φ, so L − L̂ has no sign fixed by construction (with φ = 0, L̂ ≥ L always)."""
+    from contextgraph.utl.learning import predicted_parts, score_parts
+
+    actual = score_parts(ds, dc, [1.0] * 13, lam, 1.0 - lam, we, phi)
+    exact = predicted_parts(actual, actual.surprise, actual.coherence)
+    assert exact.score == pytest.approx(actual.score, abs=1e-12)
+    assert exact.weight == actual.weight and exact.lambda_s == actual.lambda_s
+    low = predicted_parts(actual, actual.surprise * 0.5, actual.coherence * 0.5)
+    assert low.score <= actual.score + 1e-12  # a prediction of less surprise and coherence predicts less
+
+
+@given(thirteen, thirteen, st.lists(st.floats(0, 5), min_size=13, max_size=13), st.floats(0, math.pi))
+def test_coherence_weights_of_their_own(ds, dc, c_tau, phi):
+    """C with its own per-space weights (how far each space sees topics): S keeps τ, C takes `coherence_tau`."""
+    from contextgraph.utl.learning import normalised, score_parts
+
+    parts = score_parts(ds, dc, [1.0] * 13, 0.5, 0.5, 1.0, phi, coherence_tau=c_tau)
+    assert parts.surprise == pytest.approx(float(np.mean(ds)), abs=1e-12)
+    assert parts.coherence == pytest.approx(float(np.dot(normalised(c_tau), dc)), abs=1e-12)
+    assert score_parts(ds, dc, [1.0] * 13, 0.5, 0.5, 1.0, phi, coherence_tau=[1.0] * 13) == score_parts(
+        ds, dc, [1.0] * 13, 0.5, 0.5, 1.0, phi)

@@ -56,7 +56,8 @@ def test_at_the_baselines_the_modulation_is_exactly_neutral():
     s, _ = service()
     assert s.modulation() == NEUTRAL
     state = s.state()
-    assert set(state) == {"dopamine", "serotonin", "noradrenaline", "acetylcholine", "at_baseline", "recent_changes"}
+    assert set(state) == {"dopamine", "serotonin", "noradrenaline", "acetylcholine", "at_baseline",
+                          "last_search_effect", "recent_changes"}
     for m in (state[name] for name in ("dopamine", "serotonin", "noradrenaline", "acetylcholine")):
         assert {"level", "min", "max", "baseline"} <= set(m) and m["level"] == m["baseline"]
 

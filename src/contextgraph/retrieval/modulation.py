@@ -9,13 +9,17 @@ state and is the identity at the baselines (the same ranks and the same score by
     noradrenaline T  attention temperature: the RRF constant becomes k·T and the candidate pools and rerank head
                      ×T. A hot T flattens the rank-to-score curve (lower-ranked candidates of each space weigh more)
                      and looks further down each space's list; a cold T trusts the first ranks. No randomness.
+                     Above the baseline it also explores the graph: the first hits' graph neighbours join the
+                     candidates and each gets a share σ of its best linked hit's fused score (`spread`).
+    dopamine boosts  what the agent just used (relevance evidence) is ranked higher within the answer: its score
+                     s·(1 + b), b ≤ a bound; the answer's set never changes, only its order (`favoured`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,10 +29,15 @@ class Modulation:
     score_exponent: float = 1.0  # β / β₀
     weight_exponent: float = 1.0  # p
     temperature: float = 1.0  # T
+    spread: float = 0.0  # σ: the share of a first hit's fused score its graph neighbours get (noradrenaline)
+    explore_head: int = 5  # how many first hits (of each index, then by fused score) are explored when σ > 0
+    # memory id or id prefix → b: within the answer, that memory's score becomes s·(1 + b) (dopamine)
+    boosts: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def neutral(self) -> bool:
-        return self.score_exponent == 1.0 and self.weight_exponent == 1.0 and self.temperature == 1.0
+        return (self.score_exponent == 1.0 and self.weight_exponent == 1.0 and self.temperature == 1.0
+                and self.spread == 0.0 and not self.boosts)
 
 
 NEUTRAL = Modulation()
@@ -58,3 +67,29 @@ def widened(count: int, temperature: float) -> int:
     if temperature == 1.0:
         return count
     return max(1, math.ceil(count * temperature))
+
+
+def spread(fused: np.ndarray, links: Sequence[tuple[int, int, float]], strength: float) -> np.ndarray:
+    """fused_j + σ · max over links (h → j, weight w) of w · fused_h: each candidate linked to a first hit h gets
+    a share of h's score (the best link counts, not their sum, so a hub is not lifted by its many links). The
+    unchanged array when σ = 0 or nothing is linked."""
+    if strength <= 0.0 or not links:
+        return fused
+    bonus = np.zeros(len(fused), dtype=np.float64)
+    for head, other, weight in links:
+        if head != other and np.isfinite(fused[head]):
+            bonus[other] = max(bonus[other], weight * float(fused[head]))
+    return np.asarray(fused, dtype=np.float64) + strength * bonus
+
+
+def boost_of(memory_id: str, boosts: Mapping[str, float]) -> float:
+    """The boost of a memory: the largest of its id's and its id prefixes' (a citation tag names a prefix)."""
+    return max((b for key, b in boosts.items() if memory_id.startswith(key)), default=0.0)
+
+
+def favoured(ids: Sequence[str], scores: Sequence[float], boosts: Mapping[str, float]) -> tuple[list[int], list[float]]:
+    """The answer's order and scores after dopamine's boosts: positions into `ids`, sorted by s·(1 + b) (ties keep
+    the given order), and those scores. The set is the one given: a boost reorders, it never hides a result."""
+    boosted = [float(s) * (1.0 + boost_of(memory_id, boosts)) for memory_id, s in zip(ids, scores)]
+    order = sorted(range(len(boosted)), key=lambda i: -boosted[i])
+    return order, [boosted[i] for i in order]

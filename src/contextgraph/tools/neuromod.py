@@ -42,9 +42,10 @@ TOOLS = (
     ToolSpec(
         "get_neuromodulation_state",
         "neuromod",
-        "Get the four neuromodulators (dopamine: retrieval sharpness beta 1-5; serotonin: space weights 0-1; "
-        "noradrenaline: attention temperature 0.5-2; acetylcholine: UTL learning rate, read-only) with level, "
-        "bounds, baseline, effect now and recent changes.",
+        "Get the four neuromodulators (dopamine: retrieval sharpness beta 1-5, and memories you used rank higher; "
+        "serotonin: space weights 0-1; noradrenaline: attention temperature 0.5-2, raised by weak searches, "
+        "explores the first hits' links; acetylcholine: UTL learning rate, read-only) with level, bounds, "
+        "baseline, effect now, what they did to the last search, and recent changes.",
         StateArgs,
         get_neuromodulation_state,
         keywords=("neuromodulation", "dopamine", "serotonin", "noradrenaline", "acetylcholine", "modulator"),

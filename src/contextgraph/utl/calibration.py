@@ -69,15 +69,21 @@ class Calibration:
 
 IDENTITY = Calibration()
 _LOGISTIC_VAR = math.pi**2 / 3.0  # variance of the standard logistic: slope 1
+_MAD_TO_SD = 1.4826  # the MAD of a normal sample times this estimates its standard deviation
 
 
 def fit_calibration(statistics: Sequence[float] | np.ndarray, prior_weight: float = 4.0,
                     slope_bounds: tuple[float, float] = (1.0, 1.5)) -> Calibration:
     """The calibration of a space from the leave-one-out statistics of stored memories.
 
-    Location: the mean logit, shrunk toward 0 by `prior_weight` pseudo-samples (no sample → the identity map
-    ΔS = g). Slope: π/(√3·sd) of the logits (a logistic with their spread), the spread pooled with the standard
-    logistic's (π²/3) at the same prior weight, then bounded to `slope_bounds`. NaN statistics are skipped."""
+    Location: the median logit, shrunk toward 0 by `prior_weight` pseudo-samples (no sample → the identity map
+    ΔS = g). Slope: π/(√3·sd) of the logits (a logistic with their spread), sd = 1.4826·MAD (the median absolute
+    deviation), the spread pooled with the standard logistic's (π²/3) at the same prior weight, then bounded to
+    `slope_bounds`. NaN statistics are skipped.
+
+    Median and MAD, not mean and standard deviation: a store holds exact duplicates, whose leave-one-out g is 0
+    and logit −14; a mean dragged down by a few of them scored every other memory as novel as an unrelated text
+    (paraphrase, new fact and unrelated all read 0.94-0.99 once a session had stored ten duplicates)."""
     lo, hi = float(slope_bounds[0]), float(slope_bounds[1])
     if not (0.0 < lo <= hi and math.isfinite(hi)):
         raise ValueError(f"slope bounds must satisfy 0 < min ≤ max (got {slope_bounds})")
@@ -86,8 +92,10 @@ def fit_calibration(statistics: Sequence[float] | np.ndarray, prior_weight: floa
     n = int(z.size)
     if n + w0 <= 0.0:
         return Calibration(0.0, min(max(1.0, lo), hi), 0)
-    location = float(z.sum()) / (n + w0)
-    var = (w0 * _LOGISTIC_VAR + float(np.sum((z - location) ** 2))) / (n + w0)
+    median = float(np.median(z)) if n else 0.0
+    location = n * median / (n + w0)
+    robust_sd = _MAD_TO_SD * float(np.median(np.abs(z - median))) if n else 0.0
+    var = (w0 * _LOGISTIC_VAR + n * robust_sd**2) / (n + w0)
     slope = math.pi / math.sqrt(3.0 * var) if var > 0.0 else hi
     return Calibration(location, min(max(slope, lo), hi), n)
 

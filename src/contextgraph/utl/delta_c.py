@@ -132,6 +132,57 @@ def store_percentile(value: float, sample: Sequence[float] | np.ndarray) -> floa
     return _unit((below + 0.5 * equal + 0.5) / (s.size + 1))
 
 
+_MAD_TO_SD = 1.4826  # the MAD of a normal sample times this estimates its standard deviation
+_LOGISTIC_SLOPE = math.pi / math.sqrt(3.0)  # a logistic with unit standard deviation
+_MIN_ROBUST_SAMPLE = 5
+
+
+def store_standing(value: float, sample: Sequence[float] | np.ndarray) -> float:
+    """How `value` stands among the store's own leave-one-out values of the same statistic (`sample`):
+    sigmoid(π/√3 · (value − median)/(1.4826·MAD)), a logistic with the sample's robust location and spread. The
+    store's typical memory scores 0.5; a value several spreads below it ~0, whatever the space's raw scale.
+
+    Median and MAD, as the ΔS calibration: a store that holds unrelated texts has a tail of isolated memories,
+    and a rank among them (`store_percentile`) lifted the next unrelated text to 0.1-0.2, as if it fitted a
+    little. Fewer than five values, or no spread (ties) → the mid-rank percentile; no sample → the raw value,
+    clamped; NaN (not measurable) → the neutral 0.5."""
+    s = np.asarray(sample, dtype=np.float64)
+    v = float(value)
+    if math.isnan(v) or s.size < _MIN_ROBUST_SAMPLE:
+        return store_percentile(v, s)
+    median = float(np.median(s))
+    spread = _MAD_TO_SD * float(np.median(np.abs(s - median)))
+    if not spread > 1e-12:
+        return store_percentile(v, s)
+    x = _LOGISTIC_SLOPE * (v - median) / spread
+    return _unit(1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x)))
+
+
+MAX_SEPARATION = 3.0
+
+
+def separation(on: Sequence[float] | np.ndarray, off: Sequence[float] | np.ndarray) -> float:
+    """How well a space's coherence statistic tells a stored memory on its topic from the same memory with its
+    topic left out: d′ = (median(on) − median(off)) / √(½(σ_on² + σ_off²)), σ = 1.4826·MAD, clipped to
+    [0, MAX_SEPARATION]. `on`: the leave-one-out values (each memory against the store without itself); `off`:
+    the same memories against the store without their own cluster. A space whose statistic does not move when a
+    memory's topic is removed (character n-grams, the words every text uses) has d′ ≈ 0: its ΔC is noise about
+    topics, and C weighs it by this (docs/utl.md#learning-score). Fewer than five values in either → 1 (no
+    evidence either way: the space counts as much as any); no spread at all → MAX_SEPARATION when the medians
+    differ, else 0."""
+    a = np.asarray([v for v in np.asarray(on, dtype=np.float64).ravel() if math.isfinite(v)])
+    b = np.asarray([v for v in np.asarray(off, dtype=np.float64).ravel() if math.isfinite(v)])
+    if a.size < _MIN_ROBUST_SAMPLE or b.size < _MIN_ROBUST_SAMPLE:
+        return 1.0
+    m_on, m_off = float(np.median(a)), float(np.median(b))
+    spread = _MAD_TO_SD * math.sqrt(0.5 * (float(np.median(np.abs(a - m_on))) ** 2
+                                           + float(np.median(np.abs(b - m_off))) ** 2))
+    gap = m_on - m_off
+    if not spread > 1e-12:
+        return MAX_SEPARATION if gap > 0 else 0.0
+    return min(max(gap / spread, 0.0), MAX_SEPARATION)
+
+
 def consistency(history: Sequence[float], current: float | None = None) -> float:
     """How consistent coherence is with the recent history, scaled so the largest spread of values in [0, 1]
     (a variance of ¼) maps to 0:

@@ -87,19 +87,30 @@ def score_parts(
     emotional_weight: float = 1.0,
     phase_spread: float = 0.0,
     emotional_bounds: tuple[float, float] = (0.5, 1.5),
+    coherence_tau: Sequence[float] | None = None,
 ) -> ScoreParts:
     """The parts of L (D22). Inputs are clamped to their domains, so no input yields NaN or infinity; λ_S and λ_C
-    are normalised to sum 1 (both zero or unusable → ½ each)."""
-    if not (len(delta_s) == len(delta_c) == len(tau)):
-        raise ValueError(f"ΔS, ΔC and τ must have one value per space (got {len(delta_s)}, {len(delta_c)}, {len(tau)})")
+    are normalised to sum 1 (both zero or unusable → ½ each). `coherence_tau`: C's own per-space weights
+    (normalised), when they differ from S's τ; None → τ."""
+    c_tau = tau if coherence_tau is None else coherence_tau
+    if not (len(delta_s) == len(delta_c) == len(tau) == len(c_tau)):
+        raise ValueError(f"ΔS, ΔC and τ must have one value per space (got {len(delta_s)}, {len(delta_c)}, {len(tau)}, "
+                         f"{len(c_tau)})")
     weights = normalised(tau)
     surprise = _clamp(sum(w * _clamp(s, 0.0, 1.0) for w, s in zip(weights, delta_s)), 0.0, 1.0)
-    coherence = _clamp(sum(w * _clamp(c, 0.0, 1.0) for w, c in zip(weights, delta_c)), 0.0, 1.0)
+    coherence = _clamp(sum(w * _clamp(c, 0.0, 1.0) for w, c in zip(normalised(c_tau), delta_c)), 0.0, 1.0)
     ls, lc = _clamp(lambda_s, 0.0, 1.0), _clamp(lambda_c, 0.0, 1.0)
     lam = ls / (ls + lc) if ls + lc > 0.0 else 0.5
     w_e = _clamp(emotional_weight, *emotional_bounds)
     phi = _clamp(phase_spread, 0.0, math.pi)
     return ScoreParts(w_e * max(0.0, math.cos(phi)), surprise, coherence, lam)
+
+
+def predicted_parts(actual: ScoreParts, surprise: float, coherence: float) -> ScoreParts:
+    """L̂'s parts: the S and C the engine expects (from E1 alone, before the other spaces are scored) with L's own
+    weight wₑ·max(0, cos φ) and λ. The weight is not what is predicted: an L̂ without it (φ = 0) stood above L by
+    cos φ in every operation, and Meta-UTL, which moves λ_S by α·(L − L̂), could only ever push λ one way."""
+    return ScoreParts(actual.weight, _clamp(surprise, 0.0, 1.0), _clamp(coherence, 0.0, 1.0), actual.lambda_s)
 
 
 def learning_score(

@@ -4,44 +4,28 @@ block, compute_delta_sc, get_johari_classification and the pulse.
 Per space i the memory's neighbourhood comes from that space's own index (E12, which has none, borrows E1's
 order): the 2k nearest, the memory itself excluded (`exclude`). Then
 
-    ΔSᵢ  a local statistic of the space's distances to those neighbours, calibrated on the store's own
-         leave-one-out distribution (utl.delta_s): a memory as novel as the store's typical memory scores 0.5,
-         an exact duplicate ~0, one unlike anything stored → 1. E1 measures Mahalanobis distances under a
-         Ledoit–Wolf covariance of stored E1 vectors once the store holds `gaussian.min_samples` (cosine
-         before); E7 is the mean of that and cosine; E5 cause→cause and effect→effect; E6/E13 term sets with
-         the idf-weighted share of unseen terms; E9 Hamming; E11 adds TransE for a relation the store knows;
-         E12 MaxSim.
-    ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c), Connectivity and ClusterFit each
-         ranked among the same statistics of the store's leave-one-out memories (a percentile; raw until the
-         store model has a sample):
-         Connectivity  how far the k nearest stand above the store's baseline similarity in that space (the
-                       median similarity of memories in different clusters; the constitution's
-                       connectivity_threshold until there are clusters): mean of (s − θ)/(1 − θ) clipped to
-                       [0, 1]; for E8 (the graph space) the vertex's own edge weights when it has edges
-         ClusterFit    a silhouette against spherical k-means clusters of stored E1 vectors, measured in each
-                       space's own distance to each cluster's prototype members (E12: E1's, whose neighbours
-                       it borrows; MaxSim over every prototype would cost more than the rest together); far
-                       from every cluster < 0.5
-         Consistency   1 − 4·mean squared difference of the engine's recent per-operation coherence from this
-                       operation's own (its coherence with full consistency)
-    L    = wₑ · max(0, cos φ) · S^λ_S · C^λ_C (D22), S and C the τ-weighted ΔS and ΔC, φ the memory's own binding
-         spread (docs/utl.md): its phases θᵢ = π·ΔSᵢ (agreement with its context aᵢ = 1 − ΔSᵢ, the calibrated
-         familiarity) in the ten content spaces (E2-E4, when it was stored, left out), τ uniform until a
-         teleological profile exists, wₑ = 0.5 + importance when the caller knows it.
-    L̂    the engine's prediction before the other spaces are scored: the same formula from E1 alone (ΔS₁, ΔC₁ in
-         every space, φ = 0); meta-cognition compares it with L (MetaScore, utl.meta).
+    ΔSᵢ  a local statistic of the space's distances to those neighbours (E1 Mahalanobis once the store holds
+         `gaussian.min_samples`, E5 both directions, E6/E13 term sets, E9 Hamming, E11 with TransE, E12 MaxSim),
+         calibrated on the store's own leave-one-out distribution (utl.delta_s, utl.calibration): the store's
+         typical memory scores 0.5, an exact duplicate ~0, one unlike anything stored → 1.
+    ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c): the closeness of the memory's
+         2nd-4th nearest and of its nearest cluster's prototypes (spherical k-means of E1; E12 uses E1's), each
+         standing against the store's leave-one-out values (median and MAD; raw until there is a sample), and
+         how consistent the operation's coherence is with the engine's recent ones. E8 with edges: its own
+         edge weights.
+    S, C the τ-weighted means over the content spaces (E2-E4, when a memory was stored, left out); C's weights
+         also by how far each space's coherence sees topics in this store (StoreModel.coherence_weights).
+    L    = wₑ · max(0, cos φ) · S^λ_S · C^λ_C (D22), φ the memory's own binding spread over the content spaces
+         (phases π·ΔSᵢ), wₑ = 0.5 + importance when the caller knows it.
+    L̂    the prediction before the other spaces are scored: S and C from E1 alone with L's own weight
+         (learning.predicted_parts); meta-cognition compares it with L (utl.meta).
 
-The store model (`StoreModel`: Gaussian fits, sparse idf, clusters and the per-space calibrations) is refitted
-from a random sample of the store once the store has changed by `gaussian.refit_growth` (at least one memory):
-in the background while the previous model serves, in the caller when there is none (then a quick fit on a
-smaller sample, refitted in full in the background at once). Up to `calibration.sync_below` memories every refit
-runs in the caller on at most `quick_loo_samples` leave-one-out memories (milliseconds on a store that small), so
-a small store answers the same question the same way twice. Read-only, synchronous: callers run it in a worker
-thread.
-
-Leave-one-out: the scored memory is never its own neighbour, is left out of the cluster prototypes and of the
-TransE translations; in the Ledoit–Wolf covariance (≥ `gaussian.min_samples` rows, shrunk) one row moves Σ by
-O(1/n) and it is not refitted per call.
+The store model (`StoreModel`: Gaussian fits, sparse idf, clusters, the per-space calibrations and coherence
+samples) is refitted from a random sample of the store once it has changed by `gaussian.refit_growth`: in the
+background while the previous model serves, in the caller when there is none (a quick fit, refitted in full at
+once) and up to `calibration.sync_below` memories, so a small store answers the same question the same way
+twice. Leave-one-out: the scored memory is never its own neighbour, nor among the cluster prototypes or the
+TransE translations. Read-only, synchronous: callers run it in a worker thread.
 """
 
 from __future__ import annotations
@@ -66,7 +50,7 @@ from contextgraph.services.engine.store_model import (
     TranslationFits,
     relation_vectors,
 )
-from contextgraph.services.engine.store_sample import cluster_distances, fit_clusters, sample_fingerprints
+from contextgraph.services.engine.store_sample import cluster_distances, fit_clusters, same_cluster, sample_fingerprints
 from contextgraph.storage.base import MemoryStore, SearchIndexes
 from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_c as dc
@@ -186,30 +170,43 @@ class DeltaScComputer:
         rng = random.Random(store.last_seq() + 1)
         loo_seqs = sorted(rng.sample(seqs, loo_n)) if loo_n < len(seqs) else list(seqs)
         stats: dict[str, list[float]] = {}
-        coherence: dict[str, list[float]] = {}  # the raw connectivity and cluster fit ΔC ranks a memory among
+        coherence: dict[str, list[float]] = {}  # the raw connectivity and cluster fit ΔC judges a memory by
         cache: dict[int, Fingerprint] = {s: f for s, f in zip(loo_seqs, store.fingerprints(loo_seqs)) if f is not None}
+        # the same memories as if their own topic were not stored: what an off-topic memory scores (docs/utl.md#
+        # coherence), against which ΔC tells a memory that fits from one that does not
+        topics = same_cluster(clusters, seqs, sample)
         for seq in loo_seqs:
             fp = cache.get(seq)
             if fp is None:
                 continue
-            ranked, neighbourhood = self._neighbours(store, indexes, fp, frozenset({seq}), cache)
-            cluster_dists = cluster_distances(partial.clusters, by_space, fp, frozenset({seq}), self.considered)
-            for space in SPACES:
-                fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
-                if not fps:
-                    continue
-                sims = space_similarities(by_space, space, fp, fps)
-                for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
-                    stats.setdefault(key, []).append(g)
-                conn, fit = self._raw_coherence(partial, space.id, sims, cluster_dists, ranked=True)
-                coherence.setdefault(f"E{space.id}/connectivity", []).append(conn)
-                if math.isfinite(fit):
-                    coherence.setdefault(f"E{space.id}/cluster_fit", []).append(fit)
+            self._loo(store, indexes, by_space, partial, fp, frozenset({seq}), cache, coherence, "", stats)
+            if seq in topics:
+                self._loo(store, indexes, by_space, partial, fp, topics[seq], cache, coherence, "/off")
         calibration = {key: cal.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
         ref_seqs = seqs if len(seqs) <= self.reference_size else sorted(rng.sample(seqs, self.reference_size))
         reference = tuple(f for f in store.fingerprints(ref_seqs) if f is not None)
         return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
                           reference=reference, coherence={k: np.sort(v) for k, v in coherence.items()})
+
+    def _loo(self, store: MemoryStore, indexes: SearchIndexes, by_space: Mapping[int, Any], partial: StoreModel,
+             fp: Fingerprint, exclude: frozenset[int], cache: dict[int, Fingerprint], coherence: dict[str, list[float]],
+             suffix: str, stats: dict[str, list[float]] | None = None) -> None:
+        """One stored memory's raw statistics against the store without `exclude`, appended per key (`suffix`
+        after the coherence keys); `stats`: the ΔS statistics too."""
+        ranked, neighbourhood = self._neighbours(store, indexes, fp, exclude, cache)
+        cluster_dists = cluster_distances(partial.clusters, by_space, fp, exclude, self.considered)
+        for space in SPACES:
+            fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
+            if not fps:
+                continue
+            sims = space_similarities(by_space, space, fp, fps)
+            if stats is not None:
+                for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
+                    stats.setdefault(key, []).append(g)
+            conn, fit = self._raw_coherence(partial, space.id, sims, cluster_dists, ranked=True)
+            coherence.setdefault(f"E{space.id}/connectivity{suffix}", []).append(conn)
+            if math.isfinite(fit):
+                coherence.setdefault(f"E{space.id}/cluster_fit{suffix}", []).append(fit)
 
     # -- one computation ---------------------------------------------------------------------------------------
     def _neighbours(self, store: MemoryStore, indexes: SearchIndexes, fingerprint: Fingerprint, exclude: frozenset[int],
@@ -254,22 +251,27 @@ class DeltaScComputer:
                 results.append(SpaceResult(sid, delta_s, dc.delta_c(conn, fit, consistency, self.weights), method,
                                            conn, fit, n))
         timings["spaces"] = _ms(started) - timings["neighbours"] - timings["model"]
-        weights = learning.normalised(list(tau) if tau is not None and len(tau) == len(SPACES)
-                                      else [1.0] * len(SPACES))
+        # S, C and φ over the content spaces: E2-E4 say when a memory was stored, so every memory of a session is
+        # familiar to them and none fits them better than another (docs/utl.md#learning-score); their ΔS and ΔC
+        # stay reported per space
+        given = list(tau) if tau is not None and len(tau) == len(SPACES) else [1.0] * len(SPACES)
+        weights = learning.normalised([0.0 if sp.id in TIME_SPACES else w for sp, w in zip(SPACES, given)])
+        # C weighs each space also by how far its coherence sees topics in this store (StoreModel.
+        # coherence_weights): character n-grams and common words fit an unrelated text as well as a related one
+        seen = [w * model.coherence_weights[sp.id] for sp, w in zip(SPACES, weights)]
+        c_weights = learning.normalised(seen) if sum(seen) > 0.0 else weights
         s_values = [r.delta_s for r in results]
         c_values = [r.delta_c for r in results]
         entropy = float(np.dot(weights, s_values))
-        coherence = float(np.dot(weights, c_values))
+        coherence = float(np.dot(c_weights, c_values))
         count = store.count()
         stage = self.lambda_policy(learning.lifecycle(count, self.stages))
         w_e = learning.emotional_weight(importance, emotional_weight, self.emotional_bounds)
-        # φ over the content spaces: E2-E4 say when a memory was stored, and every memory of a session is familiar
-        # to them, so their agreement would discount exactly the novel content L should reward (D22)
+        # their agreement in E2-E4 would discount exactly the novel content L should reward
         phi = learning.binding_phase_spread([v for sp, v in zip(SPACES, s_values) if sp.id not in TIME_SPACES])
         parts = learning.score_parts(s_values, c_values, weights, stage.lambda_s, stage.lambda_c, w_e, phi,
-                                     self.emotional_bounds)
-        predicted = learning.score_parts([s_values[0]] * len(SPACES), [c_values[0]] * len(SPACES), weights,
-                                         stage.lambda_s, stage.lambda_c, w_e, 0.0, self.emotional_bounds)
+                                     self.emotional_bounds, c_weights)
+        predicted = learning.predicted_parts(parts, s_values[0], c_values[0])
         timings["total"] = _ms(started)
         return DeltaSc(results, consistency, entropy, coherence, parts.score,
                        classify(entropy, coherence, self.threshold), stage, self.threshold, timings, neighbourhood,
@@ -291,8 +293,8 @@ class DeltaScComputer:
         conn, fit = self._raw_coherence(model, sid, sims, cluster_dists, ranked=bool(model.coherence))
         # ranked among the store's own leave-one-out memories, as ΔS is calibrated (docs/utl.md#coherence): an
         # unrelated text is less connected than every stored memory, whatever the space's raw scale
-        conn = model.coherence_percentile(f"E{sid}/connectivity", conn)
-        fit = model.coherence_percentile(f"E{sid}/cluster_fit", fit)
+        conn = model.coherence_standing(f"E{sid}/connectivity", conn)
+        fit = model.coherence_standing(f"E{sid}/cluster_fit", fit)
         if sid == GRAPH_SPACE and len(edge_weights):  # the vertex's own edges: already a judged connection
             conn = dc.connectivity(edge_weights, 0.0)
         return sid, delta_s, method, conn, fit, len(fps)

@@ -157,7 +157,9 @@ class StoreModel:
     # similarity to a context is normalised against (gwt.binding.context_agreements)
     reference: tuple[Fingerprint, ...] = ()
     # per "E<i>/connectivity" and "E<i>/cluster_fit": the leave-one-out memories' raw values, sorted; ΔC reads a
-    # memory's connectivity and cluster fit as percentiles among them (utl.delta_c.store_percentile)
+    # memory's connectivity and cluster fit by where they stand among them (utl.delta_c.store_standing). Under
+    # "…/off" the same memories' values with their own cluster left out: how far each space sees topics
+    # (coherence_weights)
     coherence: dict[str, np.ndarray] = field(default_factory=dict)
 
     @cached_property
@@ -169,8 +171,21 @@ class StoreModel:
     def calibrate(self, key: str, g: float) -> float:
         return self.calibration.get(key, cal.IDENTITY)(g)
 
-    def coherence_percentile(self, key: str, value: float) -> float:
-        return dc.store_percentile(value, self.coherence.get(key, np.zeros(0)))
+    @cached_property
+    def coherence_weights(self) -> dict[int, float]:
+        """Per space, how well its coherence sees topics in this store: the mean separation (utl.delta_c.
+        separation) of its connectivity and cluster fit between the leave-one-out memories and the same memories
+        with their own cluster left out. A space without a sample (yet) → 1."""
+        out: dict[int, float] = {}
+        for space in range(1, 14):
+            seps = [dc.separation(self.coherence[key], self.coherence[f"{key}/off"])
+                    for key in (f"E{space}/connectivity", f"E{space}/cluster_fit")
+                    if key in self.coherence and f"{key}/off" in self.coherence]
+            out[space] = float(np.mean(seps)) if seps else 1.0
+        return out
+
+    def coherence_standing(self, key: str, value: float) -> float:
+        return dc.store_standing(value, self.coherence.get(key, np.zeros(0)))
 
     def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
         table = self.idf.get(space)

@@ -99,3 +99,20 @@ def cluster_distances(clusters: Clusters | None, by_space: Mapping[int, SpaceMea
     # is E1's, as its neighbours are E1's
     out[LATE_INTERACTION] = out[1]
     return out
+
+
+def same_cluster(clusters: Clusters | None, seqs: Sequence[int],
+                 sample: Sequence[Fingerprint]) -> dict[int, frozenset[int]]:
+    """Per sampled memory, the sampled memories of its own cluster (itself included; each joins the centroid
+    nearest its E1 vector, as k-means left them): what is left out to score it as if its topic were not stored.
+    No clusters → {}."""
+    if clusters is None or not len(seqs):
+        return {}
+    x = np.stack([dense(f[1]) for f in sample]).astype(np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    labels = (np.divide(x, norms, out=np.zeros_like(x), where=norms > 0) @ clusters.centroids.T).argmax(axis=1)
+    groups: dict[int, list[int]] = {}
+    for seq, label in zip(seqs, labels.tolist()):
+        groups.setdefault(label, []).append(seq)
+    members = {label: frozenset(g) for label, g in groups.items()}
+    return {seq: members[label] for seq, label in zip(seqs, labels.tolist())}

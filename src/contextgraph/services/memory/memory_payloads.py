@@ -120,6 +120,8 @@ class Searched:
         note = self.retrieval.stage4.get("note")
         if note:  # stage 4 changed this answer: the default answer says so in one line
             payload["stage4_note"] = note
+        if self.retrieval.modulation_notes:  # a neuromodulator changed this answer: one line each
+            payload["modulation_note"] = "; ".join(self.retrieval.modulation_notes)
         if self.breakdown:
             payload["stages_ms"] = {"embed_query": self.embed_ms, **self.retrieval.stages_ms}
             payload["candidates"] = self.retrieval.candidates

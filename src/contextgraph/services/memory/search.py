@@ -31,10 +31,12 @@ import numpy as np
 from contextgraph.fingerprint import SPACES, Fingerprint
 from contextgraph.gwt.binding import context_agreements
 from contextgraph.retrieval.fusion import fuse, ranks, rerank
-from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sharpen, widened
+from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sharpen, spread, widened
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
+from contextgraph.services.memory.graph_spread import head_links, linked
 from contextgraph.services.memory.purpose_port import StarAlignment
+from contextgraph.services.memory.search_modulation import explored_note, favour
 from contextgraph.services.memory.stage4 import MODES as STAGE4_MODES
 from contextgraph.services.memory.stage4 import describe, star_alignments
 from contextgraph.services.memory.stage4 import idle as stage4_idle
@@ -121,6 +123,8 @@ class Retrieval:
     # the RRF weights and k this query was fused with (after the query kind and the neuromodulators)
     weights: dict[int, float] = field(default_factory=dict)
     rrf_k: float = 0.0
+    # one line per neuromodulator that changed this answer (its set or its order), empty when none did
+    modulation_notes: list[str] = field(default_factory=list)
 
 
 class Retriever:
@@ -162,15 +166,21 @@ class Retriever:
         lap = _stage_timer(timings)
 
         # S1 + S2: candidate generation (noradrenaline's temperature widens or narrows the pools).
-        temperature = self.modulation.temperature
+        mod = self.modulation
         candidates: dict[int, None] = {}
+        firsts: list[int] = []  # each index's first hits: what noradrenaline explores the graph from
         for space in (SPLADE, SPARSE):
-            for seq, _ in self.indexes.search(space, query[space], widened(s.sparse_candidates, temperature),
-                                              s.sparse_max_df, **s.bm25.get(space, {})):
-                candidates.setdefault(seq)
+            hits = self.indexes.search(space, query[space], widened(s.sparse_candidates, mod.temperature),
+                                       s.sparse_max_df, **s.bm25.get(space, {}))
+            candidates.update(dict.fromkeys(seq for seq, _ in hits))
+            firsts.extend(seq for seq, _ in hits[:mod.explore_head])
         lap("s1_sparse_prefilter")
-        for seq, _ in self.indexes.search(SEMANTIC, query[SEMANTIC], widened(s.dense_candidates, temperature)):
-            candidates.setdefault(seq)
+        hits = self.indexes.search(SEMANTIC, query[SEMANTIC], widened(s.dense_candidates, mod.temperature))
+        candidates.update(dict.fromkeys(seq for seq, _ in hits))
+        firsts.extend(seq for seq, _ in hits[:mod.explore_head])
+        if mod.spread > 0:  # aroused: what the first hits link to joins the candidates, however it is worded
+            for links in linked(self.store, list(dict.fromkeys(firsts))).values():
+                candidates.update(dict.fromkeys(seq for seq, _ in links))
         lap("s2_dense_ann")
         seqs = [seq for seq in candidates if seq not in exclude]
         if not seqs:
@@ -234,7 +244,9 @@ class Retriever:
         if not seqs:
             return Retrieval([], 0, timings, stage4_idle(self.purpose, self._mode(stage4)))
         scores = self.space_scores(query, columns, causal_direction)
-        mod = self.modulation  # serotonin: the space weights; noradrenaline: k (identity at the baselines)
+        # serotonin: the space weights; noradrenaline: k and the graph exploration; dopamine: the scores and the
+        # answer's order (all the identity at the baselines)
+        mod = self.modulation
         weights = reweight(s.weights_for(query_text), mod.weight_exponent)
         score_weights = s.score_weights
         if self.stale_spaces:
@@ -243,6 +255,9 @@ class Retriever:
         rrf_k = s.rrf_k * mod.temperature
         space_ranks = {space: ranks(values) for space, values in scores.items()}
         fused = fuse(scores, weights, rrf_k, score_weights, space_ranks)
+        unexplored = fused
+        if mod.spread > 0:  # noradrenaline: the best hits' graph neighbours get a share of their scores
+            fused = spread(fused, head_links(self.store, fused, seqs, mod.explore_head), mod.spread)
         lap("s3_rrf_fusion")
         timings["s3_rrf_fusion"] = round(timings["s3_rrf_fusion"] + read_ms, 3)
         # S4: purpose. By default a bounded re-rank toward the query's goal; "filter": the candidates below the
@@ -262,8 +277,16 @@ class Retriever:
             plain, _ = self._select(fused, scores, head, min_similarity, top_k, mod.score_exponent)
             dropped = None if stage.keep is None else np.flatnonzero(~stage.keep)
             report = describe(stage, plain, chosen, dropped, self._ids_of(seqs), fused)
+        notes: list[str] = []
+        if fused is not unexplored:
+            plain, _ = self._select(stage.adjusted(unexplored), scores, head, min_similarity, top_k,
+                                    mod.score_exponent)
+            notes += explored_note(mod, plain, chosen)
         found: list[Found] = []
         records = self.store.get_by_seq([seqs[i] for i in chosen])
+        if mod.boosts:  # dopamine: what the agent just used ranks higher within this answer, none left out
+            chosen, records, final_by_index, note = favour(mod, chosen, records, final_by_index)
+            notes += note
         alignments = star_alignments(stage, self.purpose, self.embedders, seqs, docs, chosen, records)
         references = context_similarities(self.embedders, query, self.reference)  # [R, 13]
         similarities = context_similarities(self.embedders, query, columns.take(chosen))  # [chosen, 13]
@@ -283,7 +306,8 @@ class Retriever:
             ))
         lap("fetch_records")
         return Retrieval(found, len(seqs), timings, report,
-                         {space.id: references[:, column] for column, space in enumerate(SPACES)}, weights, rrf_k)
+                         {space.id: references[:, column] for column, space in enumerate(SPACES)}, weights, rrf_k,
+                         notes)
 
     def _select(self, fused: np.ndarray, scores: dict[int, np.ndarray], head: int, min_similarity: float,
                 top_k: int, score_exponent: float) -> tuple[list[int], dict[int, float]]:
