@@ -77,8 +77,10 @@ def fuse(scores: Mapping[int, np.ndarray], weights: Mapping[int, float], k: floa
     Σ wₛ·minmax(scoreₛ) for the spaces in `score_weights` (score-level fusion: where a space's raw score, e.g. the
     BM25 or the E1 cosine, says more than its rank). Higher is better. `space_ranks`: ranks(scores) already
     computed by the caller."""
+    # the voting spaces' ranks, and E1's even when E1 does not vote: its copies' deduplication reads them (without
+    # them E8 and E10 would each cast E1's vote again)
     space_ranks = {s: (space_ranks[s] if space_ranks is not None and s in space_ranks else ranks(v))
-                   for s, v in scores.items() if float(weights.get(s, 0.0)) != 0.0}
+                   for s, v in scores.items() if float(weights.get(s, 0.0)) != 0.0 or s == 1}
     n = len(next(iter(scores.values()))) if scores else 0
     fused = rrf_deduplicated(space_ranks, weights, k) if space_ranks else np.zeros(n)
     top = fused.max() if n else 0.0

@@ -49,6 +49,12 @@ def test_copies_of_e1_do_not_vote_twice():
     assert np.allclose(rrf_deduplicated({1: e1, 6: e1}, {1: 1.0, 6: 1.0}, 10), rrf({1: e1, 6: e1}, {1: 1, 6: 1}, 10))
 
 
+def test_copies_of_e1_are_deduplicated_against_e1_even_when_e1_does_not_vote():
+    scores = {1: np.array([0.9, 0.5, 0.1]), 8: np.array([0.9, 0.5, 0.1]), 6: np.array([1.0, 3.0, 2.0])}
+    # E8 ranks as E1 does: with E1's own vote at 0 it must not become E1's vote again
+    assert np.allclose(fuse(scores, {1: 0.0, 8: 0.5, 6: 1.0}, 1), fuse(scores, {6: 1.0}, 1))
+
+
 def test_minmax():
     assert minmax(np.array([2.0, 4.0, 3.0])).tolist() == [0.0, 1.0, 0.5]
     assert minmax(np.array([1.0, 1.0])).tolist() == [0.0, 0.0]
