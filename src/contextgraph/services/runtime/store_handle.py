@@ -32,6 +32,7 @@ from contextgraph.services.engine.history import EngineHistory
 from contextgraph.services.engine.workspace import WorkspaceService
 from contextgraph.services.runtime.after_answer import AfterAnswer
 from contextgraph.services.runtime.e8_refresh import E8Refresher
+from contextgraph.services.runtime.engine_turn import EngineTurn
 from contextgraph.services.runtime.tombstones import expired_ids, purge_expired
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
 from contextgraph.storage.indexes import IndexSet
@@ -75,6 +76,7 @@ class StoreHandle:
         # and by save_engine).
         self.parts: dict[str, Any] = {}
         self._part_saved_at: dict[str, float] = {}
+        self.turn = EngineTurn()  # one engine state across the processes on this store
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def open(self) -> None:
@@ -88,10 +90,7 @@ class StoreHandle:
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
-            engine_state.load(store, self.cognition, self.workspace, self.history)
-            for name, part in self.parts.items():
-                if saved := store.get_document(name):
-                    part.load_doc(saved)
+            self._load_engine(store)
             now, window = time.time(), self._recovery_window_s
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
                 try:
@@ -99,6 +98,13 @@ class StoreHandle:
                     _log.info("expired tombstones purged", count=len(purged))
                 except StorageError as exc:  # a damaged store still opens for reading; the purge can wait
                     _log.warning("expired tombstones not purged", error=exc.message)
+
+    def _load_engine(self, store: MemoryStore) -> None:
+        self.turn.loaded(store)
+        engine_state.load(store, self.cognition, self.workspace, self.history)
+        for name, part in self.parts.items():
+            if saved := store.get_document(name):
+                part.load_doc(saved)
 
     def _open_backend(self) -> tuple[MemoryStore, SearchIndexes]:
         """The store and its search: LMDB with process-local indexes caught up from its log, or PostgreSQL,
@@ -167,6 +173,7 @@ class StoreHandle:
                 if self.cognition.dirty or self.workspace.dirty or (self.history is not None and self.history.dirty):
                     try:
                         engine_state.save(store, self.cognition, self.workspace, self.history)
+                        self.turn.stamp(store)
                     except Exception:  # the memories are safe; only the engine's latest state is lost
                         _log.exception("saving the engine state on close failed")
                 try:
@@ -232,8 +239,14 @@ class StoreHandle:
         await self.writer.submit(self._save_engine_now, self.store, False)
 
     def _save_engine_now(self, store: MemoryStore, periodic: bool) -> None:
+        if periodic and (stamp := self.turn.others_saved(store)) is not None:
+            self._load_engine(store)  # another process saved since: its state is the one state (engine_turn.py)
+            self.turn.adopted += 1
+            _log.debug("engine state adopted from another process", by=stamp.get("by", "?")[:8])
+            return
         engine_state.save(store, self.cognition, self.workspace, self.history)
         self._save_parts(store, True, periodic)
+        self.turn.stamp(store)
 
     def _save_parts(self, store: MemoryStore, only_dirty: bool, periodic: bool = False) -> None:
         now = time.monotonic()
