@@ -30,6 +30,7 @@ from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.engine.delta_sc import DeltaScComputer
 from contextgraph.services.engine.history import EngineHistory
 from contextgraph.services.engine.workspace import WorkspaceService
+from contextgraph.services.runtime.access_counts import AccessCounts
 from contextgraph.services.runtime.after_answer import AfterAnswer
 from contextgraph.services.runtime.e8_refresh import E8Refresher
 from contextgraph.services.runtime.engine_turn import EngineTurn
@@ -77,6 +78,7 @@ class StoreHandle:
         self.parts: dict[str, Any] = {}
         self._part_saved_at: dict[str, float] = {}
         self.turn = EngineTurn()  # one engine state across the processes on this store
+        self.accesses = AccessCounts(float(constitution["memory"]["access_flush_seconds"]))
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def open(self) -> None:
@@ -180,6 +182,10 @@ class StoreHandle:
                     self._save_parts(store, only_dirty=True)
                 except Exception:
                     _log.exception("saving the engine's parts on close failed")
+                try:
+                    self.accesses.flush(store)
+                except Exception:  # bookkeeping only: the memories are safe
+                    _log.exception("writing the access counts on close failed")
                 writer.close()
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 indexes.catch_up(store)
@@ -231,6 +237,15 @@ class StoreHandle:
             raise NodeNotFound(f"No live memory has id {memory_id}. search_graph finds memories by content.",
                                node_id=memory_id)
         return record
+
+    def count_accesses(self, seqs: list[int]) -> None:
+        """A search's answer: one access of each memory, written with the others in a batch when one is due."""
+        if self.accesses.record(seqs):
+            try:
+                future = self.writer.submit_future(self.accesses.flush, self.store)
+            except StorageError:  # the writer closed under us: close writes what is left
+                return
+            future.add_done_callback(_log_flush_failure)
 
     async def save_engine(self) -> None:
         """Write the engine state to the store now: durable when this returns."""
@@ -284,3 +299,8 @@ def _log_save_failure(done: Future[None]) -> None:
     if not done.cancelled() and done.exception() is not None:
         _log.error("saving the engine state failed; the next operation or close retries",
                    exc_info=done.exception())
+
+
+def _log_flush_failure(done: Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        _log.warning("writing the access counts failed; they are lost (bookkeeping only)", exc_info=done.exception())
