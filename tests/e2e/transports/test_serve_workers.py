@@ -136,6 +136,15 @@ async def test_a_real_client_keeps_its_session_across_fresh_connections_and_sess
     assert workers == {0, 1}
 
 
+async def test_a_discover_era_client_keeps_its_scratchpad_across_fresh_connections(pool):
+    async with _fresh_connections(pool.http) as http:  # the cookie it was given names its worker
+        async with Client(streamable_http_client(f"{pool.http}/mcp", http_client=http), mode="2026-07-28") as client:
+            for round_ in range(4):
+                await client.call_tool("temporary_scratchpad", {"action": "write", "key": "plan", "value": str(round_)})
+                read = await client.call_tool("temporary_scratchpad", {"action": "read"})
+                assert read.structured_content["entries"] == {"plan": str(round_)}
+
+
 async def test_tcp_connections_are_served_by_both_workers(pool):
     for _ in range(2):
         async with RawLines.connect("127.0.0.1", pool.tcp_port) as lines:
