@@ -38,7 +38,10 @@ from contextgraph.transports.worker_inbox import HTTP, TCP
 
 _log = get_logger("server")
 RESTART_EVERY_S = 1.0  # a worker that keeps crashing is restarted at most this often
+EARLY_EXIT_S = 20.0  # a worker that exits this soon after its start failed to start, most likely
+EARLY_EXITS = 3  # ... and after this many such exits in a row in one slot, the pool gives up (exit 1)
 POLL_S = 0.2
+
 
 
 @dataclass
@@ -47,6 +50,7 @@ class Worker:
     proc: subprocess.Popen
     inbox: socket.socket  # the front's end of the pair
     started: float = field(default_factory=time.monotonic)
+    early_exits: int = 0  # exits in a row of this slot's workers soon after they started
 
     @property
     def alive(self) -> bool:
@@ -63,6 +67,7 @@ class Pool:
         self.grace_seconds = grace_seconds
         self.workers: list[Worker] = []
         self.restarts = 0
+        self.failure: str | None = None
         self._next = 0
 
     # -- workers ---------------------------------------------------------------------------------------------
@@ -79,17 +84,24 @@ class Pool:
     def start(self) -> None:
         self.workers = [self._spawn(i) for i in range(self.size)]
 
-    async def supervise(self) -> None:
-        """Report a worker that exited and start another in its slot."""
+    async def supervise(self, stop: anyio.CancelScope) -> None:
+        """Report a worker that exited and start another in its slot; cancel `stop` when one keeps failing."""
         while True:
             await anyio.sleep(POLL_S)
             for i, worker in enumerate(self.workers):
                 if worker.alive or time.monotonic() - worker.started < RESTART_EVERY_S:
                     continue
+                early = worker.early_exits + 1 if time.monotonic() - worker.started < EARLY_EXIT_S else 0
+                if early >= EARLY_EXITS:
+                    self.failure = (f"worker {i} exited {early} times in a row soon after it started (last exit "
+                                    f"code {worker.proc.returncode}); its log above says why")
+                    stop.cancel()
+                    return
                 _log.warning("worker exited; starting another", worker=i, pid=worker.proc.pid,
                              code=worker.proc.returncode)
                 worker.inbox.close()
                 self.workers[i] = self._spawn(i)
+                self.workers[i].early_exits = early
                 self.restarts += 1
 
     def stop(self) -> None:
@@ -179,7 +191,7 @@ async def run_pool(pool: Pool, host: str, ports: dict[bytes, int]) -> None:
         async with anyio.create_task_group() as tg:
             for kind, sock in listeners.items():
                 tg.start_soon(pool.accept, sock, kind)
-            tg.start_soon(pool.supervise)
+            tg.start_soon(pool.supervise, tg.cancel_scope)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     print(f"contextgraph: {signal.Signals(signum).name} received; stopping the workers",
@@ -210,5 +222,8 @@ def serve_pool(settings, argv: Sequence[str], size: int) -> int:
         anyio.run(run_pool, pool, settings.host, {kind: ports[kind] for kind in kinds})
     except OSError as exc:  # e.g. the port is taken
         print(f"contextgraph: cannot listen on {settings.host}: {exc}", file=sys.stderr)
+        return 1
+    if pool.failure:  # workers kept dying as they started: restarting them forever would hide it
+        print(f"contextgraph: {pool.failure}; stopped", file=sys.stderr)
         return 1
     return 0

@@ -171,3 +171,14 @@ async def test_a_killed_worker_is_restarted_and_sigterm_stops_the_pool(tmp_path,
     finally:
         served.stop()
 
+
+
+async def test_a_pool_whose_workers_die_as_they_start_gives_up(monkeypatch):
+    from contextgraph.transports.worker_inbox import TCP
+    from contextgraph.transports.worker_pool import Pool, run_pool
+
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    failing = Pool(["no-such-command"], 1, head_limit=16384, head_seconds=1, grace_seconds=5)  # argparse exits 2
+    with anyio.fail_after(120):
+        await run_pool(failing, "127.0.0.1", {TCP: 0})
+    assert failing.failure is not None and "exited 3 times in a row" in failing.failure
