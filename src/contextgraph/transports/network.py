@@ -19,7 +19,7 @@ from anyio.abc import SocketAttribute, TaskStatus
 from contextgraph.app import App
 from contextgraph.log import get_logger
 from contextgraph.server import build_server
-from contextgraph.transports import worker_inbox
+from contextgraph.transports import session_tag, worker_inbox
 from contextgraph.transports.binding import bind, hostport
 from contextgraph.transports.security import check_bind
 from contextgraph.transports.tcp import TcpServer
@@ -96,6 +96,8 @@ async def serve_network(app: App, kinds: tuple[str, ...], *, inbox: socket.socke
                     handlers[worker_inbox.HTTP] = worker_inbox.uvicorn_handoff(uvicorn_server)
             if inbox is None:
                 _log.info("listening", endpoints=listening.describe())
+            else:
+                _log.info("worker ready", worker=session_tag.worker())
             task_status.started(listening)
             if inbox is None:
                 await anyio.sleep_forever()
@@ -105,7 +107,10 @@ async def serve_network(app: App, kinds: tuple[str, ...], *, inbox: socket.socke
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(app.close)  # saves the indexes; the store is already durable
-        _log.info("stopped", endpoints=listening.describe())
+        if inbox is None:
+            _log.info("stopped", endpoints=listening.describe())
+        else:
+            _log.info("worker stopped", worker=session_tag.worker())
 
 
 def _uvicorn_server(config):

@@ -76,7 +76,9 @@ class Pool:
         front.setblocking(False)
         command = [sys.executable, "-m", "contextgraph", *self.argv, "--worker-inbox", str(back.fileno()),
                    "--worker-index", str(index)]
-        proc = subprocess.Popen(command, pass_fds=[back.fileno()], stdin=subprocess.DEVNULL)
+        # a process group of its own: a terminal's Ctrl-C reaches the front alone, which stops each worker with one
+        # SIGTERM; a worker signalled twice would die the default way on the second signal, mid-save
+        proc = subprocess.Popen(command, pass_fds=[back.fileno()], stdin=subprocess.DEVNULL, process_group=0)
         back.close()
         _log.info("worker started", worker=index, pid=proc.pid)
         return Worker(index, proc, front)

@@ -41,7 +41,7 @@ class Pool:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "contextgraph", "serve", "--transport", "all", "--port", "0", "--http-port", "0",
              "--workers", "2", "--log-level", "info"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, env=env)
+            stderr=subprocess.PIPE, env=env, process_group=0)  # as a shell starts it: a group of its own
         self.events: queue.Queue[dict] = queue.Queue()
         self.seen: list[dict] = []
         threading.Thread(target=self._pump, daemon=True).start()
@@ -52,6 +52,8 @@ class Pool:
         while len(self.pids) < 2:
             started = self.wait_for(lambda e: e.get("event") == "worker started")
             self.pids[started["worker"]] = started["pid"]
+        for _ in range(2):  # each has built its server and reads its inbox
+            self.wait_for(lambda e: e.get("event") == "worker ready")
 
     def _pump(self) -> None:
         assert self.proc.stderr is not None
@@ -171,6 +173,19 @@ async def test_a_killed_worker_is_restarted_and_sigterm_stops_the_pool(tmp_path,
     finally:
         served.stop()
 
+
+
+def test_ctrl_c_in_a_terminal_stops_every_worker_cleanly(tmp_path, model_cache):
+    served = Pool(tmp_path / "home", model_cache)
+    try:
+        os.killpg(served.proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
+        assert served.proc.wait(timeout=90) == 0
+        # each worker got one signal (from the front) and finished its save: its own "stopped" line
+        stopped = {served.wait_for(lambda e: e.get("event") == "worker stopped", timeout=10)["worker"]
+                   for _ in range(2)}
+        assert stopped == {0, 1}
+    finally:
+        served.stop()
 
 
 async def test_a_pool_whose_workers_die_as_they_start_gives_up(monkeypatch):
