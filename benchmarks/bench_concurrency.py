@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -58,6 +59,7 @@ MODES: dict[str, dict[str, str]] = {
     "reads8": {"read_threads": "8"},
     "collect2": {"embed_collect_ms": "2"},
     "switch1": {"switch_ms": "1"},
+    "workers2": {"workers": "2"},  # `serve --workers 2`: a front process and two worker processes
 }
 perf = time.perf_counter
 
@@ -147,6 +149,7 @@ class Server:
         constitution = (REPO / "constitution.yaml").read_text()
         changes = dict(MODES[mode])
         switch_ms = changes.pop("switch_ms", None)
+        workers = changes.pop("workers", "1")
         for key, value in changes.items():
             constitution, n = re.subn(rf"^(  {key}:) *\S+", rf"\g<1> {value}", constitution, count=1, flags=re.M)
             assert n == 1, f"constitution.yaml: concurrency.{key} not found"
@@ -160,8 +163,8 @@ class Server:
                "CONTEXTGRAPH_CONSTITUTION": str(workdir / f"constitution-{mode}.yaml"),
                "CONTEXTGRAPH_AUTO_DREAM": "0", "HF_HUB_OFFLINE": "1"}
         self.stderr = open(workdir / f"server-{mode}.log", "wb")  # closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-c", start, "serve", "--transport", "tcp",
-                                      "--port", str(self.port)], env=env, stdin=subprocess.DEVNULL,
+        command = ["serve", "--transport", "tcp", "--port", str(self.port), "--workers", workers]
+        self.proc = subprocess.Popen([sys.executable, "-c", start, *command], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self.stderr, cwd=REPO)
 
     async def wait_ready(self, limit_s: float = 120.0) -> None:
@@ -178,9 +181,17 @@ class Server:
         raise TimeoutError(f"{self.mode} server did not listen within {limit_s} s")
 
     def cpu_s(self) -> float:
-        """User + system CPU seconds of the server process so far (all threads)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU seconds of the server process so far (all threads), and of its worker processes
+        (`--workers N`) while they live."""
+        pids = [self.proc.pid]
+        with contextlib.suppress(OSError):
+            pids += [int(p) for p in Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()]
+        total = 0
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGINT)

@@ -52,6 +52,8 @@ def _start_up_heap() -> Iterator[None]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.workers != 1 and args.worker_inbox is None:
+        return _serve_pool(args)
     with _start_up_heap():
         import anyio
 
@@ -73,6 +75,8 @@ def _serve(args: argparse.Namespace) -> int:
 
             security.check_bind(settings)  # before anything is opened
             serve, extra = network.serve_network, (network.transports_of(settings.transport),)
+            if args.worker_inbox is not None:  # a worker of a pool: connections come from the front process
+                serve, settings = _as_worker(args, settings)
         app = build_app(settings)
     if settings.transport == "stdio":
         try:
@@ -90,6 +94,36 @@ def _serve(args: argparse.Namespace) -> int:
     if failures:
         return 1
     _exit_now(0)
+
+
+def _serve_pool(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if not 1 <= args.workers <= 64:
+        print("contextgraph serve: --workers must be between 1 and 64", file=sys.stderr)
+        return 2
+    if settings.transport == "stdio":
+        print("contextgraph serve: --workers needs a network transport (--transport tcp, http or all): a stdio "
+              "server has one client", file=sys.stderr)
+        return 2
+    from contextgraph.transports import security, worker_pool
+
+    security.check_bind(settings)
+    return worker_pool.serve_pool(settings, args.argv, args.workers)
+
+
+def _as_worker(args: argparse.Namespace, settings):
+    """A pool worker: it serves what its inbox brings, names itself in its session ids, and only worker 0 runs
+    the engine's background jobs that write engine state (automatic dreams): docs/architecture.md#several-workers."""
+    import socket
+    from dataclasses import replace
+    from functools import partial
+
+    from contextgraph.transports import network, session_tag
+
+    session_tag.set_worker(args.worker_index)
+    if args.worker_index:
+        settings = replace(settings, auto_dream=False)
+    return partial(network.serve_network, inbox=socket.socket(fileno=args.worker_inbox)), settings
 
 
 async def _until_signalled(serve, *args) -> None:
@@ -322,7 +356,9 @@ def _doctor(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     from contextgraph.config import SettingsError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # `serve --workers N` starts its workers with the same arguments
     try:
         commands = {"serve": _serve, "call": _call, "hooks": _hooks, "tools": _tools, "reindex": _reindex,
                     "import": _import, "export": _export, "migrate": _migrate,

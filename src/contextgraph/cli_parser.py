@@ -50,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "$CONTEXTGRAPH_HTTP_PORT or 7879)")
     serve.add_argument("--sse-heartbeat", type=float, metavar="SECONDS",
                        help="legacy SSE heartbeat interval (default $CONTEXTGRAPH_SSE_HEARTBEAT or 30)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="tcp, http, all: serve with N worker processes behind one front process that owns "
+                            "the ports and hands each connection (each HTTP session's connections to the worker "
+                            "that holds the session) to a worker (1-64, default 1: this process serves). Every "
+                            "worker opens the same store; worth it with spare cores")
+    # set by the front process of `--workers N` for its workers only (transports/worker_pool.py)
+    serve.add_argument("--worker-inbox", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-index", type=int, help=argparse.SUPPRESS)
     log_level(serve, "$CONTEXTGRAPH_LOG_LEVEL or info")
     common(serve)
 

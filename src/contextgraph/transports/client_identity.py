@@ -26,9 +26,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from contextgraph.server import CLIENT_SCOPE_KEY
+from contextgraph.transports.session_tag import COOKIE, tagged
 
-COOKIE = "contextgraph_client"
-_VALID = re.compile(r"^[0-9a-f]{32}$")
+_VALID = re.compile(r"^[0-9a-f]{32}(-w[0-9]{1,4})?$")  # a pool's worker names itself (session_tag.py)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -69,7 +69,7 @@ class ClientIdentity:
         if identity is not None:
             await self.app({**scope, CLIENT_SCOPE_KEY: identity}, receive, send)
             return
-        identity = secrets.token_hex(16)
+        identity = tagged(secrets.token_hex(16))
         cookie = self.set_cookie.replace(b"{}", identity.encode())
 
         async def send_with_cookie(message: Message) -> None:

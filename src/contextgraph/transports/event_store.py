@@ -21,6 +21,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import JSONRPCMessage
 
 from contextgraph.log import get_logger
+from contextgraph.transports.session_tag import tagged
 
 _log = get_logger("server")
 
@@ -134,10 +135,23 @@ class SessionManager(StreamableHTTPSessionManager):
             self._evict_one()
         transport = super()._admit_session(requestor)
         if transport is not None and transport.mcp_session_id is not None:
+            self._tag(transport)
             self._last_request[transport.mcp_session_id] = anyio.current_time()
             if self.event_store is not None:
                 transport._event_store = self.event_store.for_session(transport.mcp_session_id)
         return transport
+
+    def _tag(self, transport: Any) -> None:
+        """Give the new session the id that names this worker (transports/session_tag.py), so that a pool's
+        front process brings its later connections here."""
+        old = transport.mcp_session_id
+        new = tagged(old)
+        if new == old:
+            return
+        transport.mcp_session_id = new
+        self._server_instances[new] = self._server_instances.pop(old)
+        if old in self._session_owners:
+            self._session_owners[new] = self._session_owners.pop(old)
 
     async def _discard_session(self, session_id: str, transport: Any) -> None:
         self._last_request.pop(session_id, None)

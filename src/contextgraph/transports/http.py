@@ -35,6 +35,7 @@ from contextgraph.app import App
 from contextgraph.dashboard.auth import DashboardAuth
 from contextgraph.dashboard.routes import DashboardRoutes
 from contextgraph.server import ContextGraphServer
+from contextgraph.transports import session_tag
 from contextgraph.transports.asgi import AsgiEndpoint
 from contextgraph.transports.client_identity import ClientIdentity
 from contextgraph.transports.event_store import InMemoryEventStore, SessionManager
@@ -108,6 +109,8 @@ class HttpService:
             "tools_active": len(self.app.registry.active),
             "sessions": {"streamable_http": self.manager.open_sessions, "sse": len(self.sse.live)},
         }
+        if (worker := session_tag.worker()) is not None:  # a pool's worker (serve --workers N) says which
+            body["worker"] = worker
         if self._extra_health is not None:
             body.update(self._extra_health())
         return JSONResponse(body, headers={"cache-control": "no-store"})

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, TaskStatus
@@ -17,6 +19,8 @@ from anyio.abc import SocketAttribute, TaskStatus
 from contextgraph.app import App
 from contextgraph.log import get_logger
 from contextgraph.server import build_server
+from contextgraph.transports import session_tag, worker_inbox
+from contextgraph.transports.binding import bind, hostport
 from contextgraph.transports.security import check_bind
 from contextgraph.transports.tcp import TcpServer
 
@@ -34,59 +38,48 @@ class Listening:
     def describe(self) -> str:
         out = []
         if self.tcp:
-            out.append(f"tcp://{_hostport(*self.tcp)}")
+            out.append(f"tcp://{hostport(*self.tcp)}")
         if self.http:
-            base = f"http://{_hostport(*self.http)}"
+            base = f"http://{hostport(*self.http)}"
             out.append(f"{base}/mcp (Streamable HTTP), {base}/sse (legacy SSE), {base}/health, {base}/dashboard")
         return "; ".join(out)
-
-
-def _hostport(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def transports_of(name: str) -> tuple[str, ...]:
     return ("tcp", "http") if name == "all" else (name,)
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                         flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-async def serve_network(app: App, kinds: tuple[str, ...], *,
+async def serve_network(app: App, kinds: tuple[str, ...], *, inbox: socket.socket | None = None,
                         task_status: TaskStatus[Listening] = anyio.TASK_STATUS_IGNORED) -> None:
-    """Serve the given transports ("tcp", "http") until cancelled; reports a Listening when bound."""
+    """Serve the given transports ("tcp", "http") until cancelled; reports a Listening when bound. With an
+    `inbox` this process is a worker of a pool: it binds nothing and serves the connections the front process
+    hands it (transports/worker_inbox.py)."""
     settings = app.settings
     check_bind(settings)
     server = build_server(app)
     listening = Listening()
+    handlers: dict[bytes, Callable[[socket.socket], Any]] = {}
     try:
         async with anyio.create_task_group() as tg:
             tcp = None
             if "tcp" in kinds:
-                listener = await anyio.create_tcp_listener(local_host=settings.host, local_port=settings.port)
-                listening.tcp = (settings.host, listener.extra(SocketAttribute.local_port))
                 tcp = TcpServer(app, server)
                 listening.parts["tcp"] = tcp
-                await tg.start(tcp.serve, listener)
+                if inbox is None:
+                    listener = await anyio.create_tcp_listener(local_host=settings.host, local_port=settings.port)
+                    listening.tcp = (settings.host, listener.extra(SocketAttribute.local_port))
+                    await tg.start(tcp.serve, listener)
+                else:
+                    handlers[worker_inbox.TCP] = worker_inbox.tcp_handoff(tcp.handle)
             if "http" in kinds:
                 import uvicorn
 
                 from contextgraph.transports.http import HttpService  # starlette/uvicorn only when served
                 from contextgraph.transports.http_protocol import head_timed_h11
 
-                sock = _bind(settings.host, settings.http_port)
-                listening.http = (settings.host, sock.getsockname()[1])
+                sock = bind(settings.host, settings.http_port) if inbox is None else None
+                if sock is not None:
+                    listening.http = (settings.host, sock.getsockname()[1])
                 http_service = HttpService(
                     app, server, extra_health=(lambda: {"tcp_connections": tcp.connections}) if tcp else None)
                 listening.parts["http"] = http_service
@@ -97,14 +90,27 @@ async def serve_network(app: App, kinds: tuple[str, ...], *,
                     h11_max_incomplete_event_size=int(c.get("transport.http_max_head_bytes")),
                     timeout_keep_alive=int(c.get("transport.http_keep_alive_seconds")),
                     timeout_graceful_shutdown=int(c.get("transport.http_shutdown_seconds")))
-                tg.start_soon(_run_uvicorn, _uvicorn_server(config), sock, http_service)
-            _log.info("listening", endpoints=listening.describe())
+                uvicorn_server = _uvicorn_server(config)
+                tg.start_soon(_run_uvicorn, uvicorn_server, sock, http_service)
+                if inbox is not None:
+                    handlers[worker_inbox.HTTP] = worker_inbox.uvicorn_handoff(uvicorn_server)
+            if inbox is None:
+                _log.info("listening", endpoints=listening.describe())
+            else:
+                _log.info("worker ready", worker=session_tag.worker())
             task_status.started(listening)
-            await anyio.sleep_forever()
+            if inbox is None:
+                await anyio.sleep_forever()
+            else:
+                await worker_inbox.receive(inbox, handlers, tg)  # until the front closes it
+            tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(app.close)  # saves the indexes; the store is already durable
-        _log.info("stopped", endpoints=listening.describe())
+        if inbox is None:
+            _log.info("stopped", endpoints=listening.describe())
+        else:
+            _log.info("worker stopped", worker=session_tag.worker())
 
 
 def _uvicorn_server(config):
@@ -119,7 +125,7 @@ def _uvicorn_server(config):
     return Server(config)
 
 
-async def _run_uvicorn(server, sock: socket.socket, service) -> None:
+async def _run_uvicorn(server, sock: socket.socket | None, service) -> None:
     """Run uvicorn shielded from cancellation; when the caller is cancelled, end the SSE streams, ask uvicorn
     to exit (it drains open requests for at most timeout_graceful_shutdown) and wait for it."""
     done = anyio.Event()
@@ -127,9 +133,10 @@ async def _run_uvicorn(server, sock: socket.socket, service) -> None:
     async def serve() -> None:
         with anyio.CancelScope(shield=True):
             try:
-                await server.serve(sockets=[sock])
+                await server.serve(sockets=[] if sock is None else [sock])  # none: a worker, handed connections
             finally:
-                sock.close()
+                if sock is not None:
+                    sock.close()
                 done.set()
 
     async with anyio.create_task_group() as tg:

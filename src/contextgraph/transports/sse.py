@@ -44,6 +44,7 @@ from contextgraph.server import ContextGraphServer
 from contextgraph.transports.asgi import respond, respond_rpc_error
 from contextgraph.transports.relay import error_message
 from contextgraph.transports.session_owner import owner_of
+from contextgraph.transports.session_tag import tagged
 from contextgraph.transports.wire import parse_message
 
 _log = get_logger("server")
@@ -141,7 +142,7 @@ class SseSessions:
 
     def _open(self, owner: str) -> SseSession:
         assert self._tg is not None, "SseSessions.run() is not active"
-        session = SseSession(uuid4().hex, self.buffer_size, owner)
+        session = SseSession(tagged(uuid4().hex), self.buffer_size, owner)
         to_server, server_read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         server_write, from_server = anyio.create_memory_object_stream[SessionMessage](0)
         session.to_server = to_server

@@ -132,9 +132,8 @@ class MemoryService:
         # what the search tells the engine, after the answer and in order with the other operations' work
         await self.handle.after_answer.run(lambda: self._searched(utl, fingerprint, searched), "after search")
         await self.handle.save_engine_after_commit()  # the competition's events, at most once per interval
-        if searched.retrieval.found:
-            # access counts are bookkeeping, not an acknowledgement: the search does not wait for the commit
-            self.handle.writer.submit_future(self.handle.store.touch, [f.record.seq for f in searched.retrieval.found])
+        # access counts are bookkeeping, gathered and written in a batch now and then (runtime/access_counts.py)
+        self.handle.count_accesses([f.record.seq for f in searched.retrieval.found])
         return searched
 
     async def settled(self) -> None:

@@ -30,8 +30,10 @@ from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.engine.delta_sc import DeltaScComputer
 from contextgraph.services.engine.history import EngineHistory
 from contextgraph.services.engine.workspace import WorkspaceService
+from contextgraph.services.runtime.access_counts import AccessCounts
 from contextgraph.services.runtime.after_answer import AfterAnswer
 from contextgraph.services.runtime.e8_refresh import E8Refresher
+from contextgraph.services.runtime.engine_turn import EngineTurn
 from contextgraph.services.runtime.space_refresh import SpaceRefresh
 from contextgraph.services.runtime.tombstones import expired_ids, purge_expired
 from contextgraph.storage.base import MemoryRecord, MemoryStore, SearchIndexes
@@ -78,6 +80,8 @@ class StoreHandle:
         # and by save_engine).
         self.parts: dict[str, Any] = {}
         self._part_saved_at: dict[str, float] = {}
+        self.turn = EngineTurn()  # one engine state across the processes on this store
+        self.accesses = AccessCounts(float(constitution["memory"]["access_flush_seconds"]))
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def open(self) -> None:
@@ -91,10 +95,7 @@ class StoreHandle:
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
-            engine_state.load(store, self.cognition, self.workspace, self.history)
-            for name, part in self.parts.items():
-                if saved := store.get_document(name):
-                    part.load_doc(saved)
+            self._load_engine(store)
             now, window = time.time(), self._recovery_window_s
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
                 try:
@@ -102,6 +103,13 @@ class StoreHandle:
                     _log.info("expired tombstones purged", count=len(purged))
                 except StorageError as exc:  # a damaged store still opens for reading; the purge can wait
                     _log.warning("expired tombstones not purged", error=exc.message)
+
+    def _load_engine(self, store: MemoryStore) -> None:
+        self.turn.loaded(store)
+        engine_state.load(store, self.cognition, self.workspace, self.history)
+        for name, part in self.parts.items():
+            if saved := store.get_document(name):
+                part.load_doc(saved)
 
     def _open_backend(self) -> tuple[MemoryStore, SearchIndexes]:
         """The store and its search: LMDB with process-local indexes caught up from its log, or PostgreSQL,
@@ -171,12 +179,17 @@ class StoreHandle:
                 if self.cognition.dirty or self.workspace.dirty or (self.history is not None and self.history.dirty):
                     try:
                         engine_state.save(store, self.cognition, self.workspace, self.history)
+                        self.turn.stamp(store)
                     except Exception:  # the memories are safe; only the engine's latest state is lost
                         _log.exception("saving the engine state on close failed")
                 try:
                     self._save_parts(store, only_dirty=True)
                 except Exception:
                     _log.exception("saving the engine's parts on close failed")
+                try:
+                    self.accesses.flush(store)
+                except Exception:  # bookkeeping only: the memories are safe
+                    _log.exception("writing the access counts on close failed")
                 writer.close()
                 # Saving is a cache write (large at scale): skip it when nothing changed since the load.
                 indexes.catch_up(store)
@@ -230,6 +243,15 @@ class StoreHandle:
                                node_id=memory_id)
         return record
 
+    def count_accesses(self, seqs: list[int]) -> None:
+        """A search's answer: one access of each memory, written with the others in a batch when one is due."""
+        if self.accesses.record(seqs):
+            try:
+                future = self.writer.submit_future(self.accesses.flush, self.store)
+            except StorageError:  # the writer closed under us: close writes what is left
+                return
+            future.add_done_callback(_log_flush_failure)
+
     async def save_engine(self) -> None:
         """Write the engine state to the store now: durable when this returns."""
         await self.ready()
@@ -237,8 +259,14 @@ class StoreHandle:
         await self.writer.submit(self._save_engine_now, self.store, False)
 
     def _save_engine_now(self, store: MemoryStore, periodic: bool) -> None:
+        if periodic and (stamp := self.turn.others_saved(store)) is not None:
+            self._load_engine(store)  # another process saved since: its state is the one state (engine_turn.py)
+            self.turn.adopted += 1
+            _log.debug("engine state adopted from another process", by=stamp.get("by", "?")[:8])
+            return
         engine_state.save(store, self.cognition, self.workspace, self.history)
         self._save_parts(store, True, periodic)
+        self.turn.stamp(store)
 
     def _save_parts(self, store: MemoryStore, only_dirty: bool, periodic: bool = False) -> None:
         now = time.monotonic()
@@ -276,3 +304,8 @@ def _log_save_failure(done: Future[None]) -> None:
     if not done.cancelled() and done.exception() is not None:
         _log.error("saving the engine state failed; the next operation or close retries",
                    exc_info=done.exception())
+
+
+def _log_flush_failure(done: Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        _log.warning("writing the access counts failed; they are lost (bookkeeping only)", exc_info=done.exception())

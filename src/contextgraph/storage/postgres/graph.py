@@ -65,6 +65,13 @@ class PgGraphTxn:
     def exists(self, memory_id: str) -> bool:
         return self._one("SELECT 1 FROM memories WHERE id = %s", (memory_id,)) is not None
 
+    def existing(self, memory_ids: set[str]) -> set[str]:
+        """Which of these ids are live memories, in one round trip."""
+        if not memory_ids:
+            return set()
+        return {row[0] for row in self.cur.execute("SELECT id FROM memories WHERE id = ANY(%s)",
+                                                    (list(memory_ids),)).fetchall()}
+
     def get(self, memory_id: str) -> MemoryRecord | None:
         row = self._one("SELECT record FROM memories WHERE id = %s", (memory_id,))
         return None if row is None else decode_record(row[0])

@@ -169,18 +169,26 @@ class PgStore:
             seq = next_seq(cur)
             row = cur.execute("SELECT count, last_id FROM sessions WHERE session = %s", (key,)).fetchone()
             position, previous = (int(row[0]), row[1]) if row else (0, None)
-            cur.execute("INSERT INTO sessions (session, count, last_id) VALUES (%s, 1, %s) ON CONFLICT (session) "
-                        "DO UPDATE SET count = sessions.count + 1, last_id = excluded.last_id", (key, record.id))
+            # what the writes depend on, read first in one round trip: which edges' other ends are live
+            linked = previous if temporal is not None and previous is not None else None
+            live = g.existing({edge.other(record.id) for edge in edges} | ({linked} if linked else set()))
             stored = dataclasses.replace(record, seq=seq, session_position=position)
-            g.insert_memory(stored, blob, fingerprint)
-            if temporal is not None and previous is not None and g.exists(previous):
-                g.put_edge(temporal(previous, record.id))
-            for edge in edges:
-                if g.exists(edge.other(record.id)):
-                    g.put_edge(edge)
-            g.append_lineage(record.id, {"event": "created", "at": record.created_at, "seq": seq})
-            if triples_blob is not None:
-                cur.execute("INSERT INTO triples (id, blob) VALUES (%s, %s)", (record.id, triples_blob))
+            # then ~30 writes sent without waiting for each answer (psycopg's pipeline mode): a round trip each,
+            # a context switch to the server and back, was most of a store's commit on two loaded cores. An
+            # error still surfaces inside the transaction, which then rolls back whole.
+            with cur.connection.pipeline():
+                cur.execute("INSERT INTO sessions (session, count, last_id) VALUES (%s, 1, %s) ON CONFLICT "
+                            "(session) DO UPDATE SET count = sessions.count + 1, last_id = excluded.last_id",
+                            (key, record.id))
+                g.insert_memory(stored, blob, fingerprint)
+                if temporal is not None and linked in live:
+                    g.put_edge(temporal(linked, record.id))
+                for edge in edges:
+                    if edge.other(record.id) in live:
+                        g.put_edge(edge)
+                g.append_lineage(record.id, {"event": "created", "at": record.created_at, "seq": seq})
+                if triples_blob is not None:
+                    cur.execute("INSERT INTO triples (id, blob) VALUES (%s, %s)", (record.id, triples_blob))
             return stored
 
         return self._write(txn_fn)
