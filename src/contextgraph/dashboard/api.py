@@ -9,6 +9,7 @@ object as the body: {"error": {"code", "message", "data": {"hint", "field", ...}
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from starlette.requests import Request
@@ -49,9 +50,11 @@ class DashboardApi:
         self.depth = int(d["neighbourhood_depth"])
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One tool call through the dispatcher, as session "dashboard"; ApiError carries a refusal."""
+        """One tool call through the dispatcher, as session "dashboard" and not as the agent (a memory the page
+        opens is no judgement of its relevance); ApiError carries a refusal."""
         try:
-            outcome = await self.app.dispatcher.call(name, arguments, self.app.tool_context(SESSION))
+            context = dataclasses.replace(self.app.tool_context(SESSION), agent=False)
+            outcome = await self.app.dispatcher.call(name, arguments, context)
         except ToolCallFailed as failure:
             raise ApiError(failure) from None
         return outcome.payload

@@ -150,6 +150,11 @@ class OnnxBackbone(_TokenizingBackbone):
         self._session = ort.InferenceSession(str(self.graph_path), options, providers=["CPUExecutionProvider"])
         self._input_names = {i.name for i in self._session.get_inputs()}
         self.runtime = "onnxruntime-int8" if quantized else "onnxruntime-fp32"
+        if quantized:
+            # dynamic int8 scales activations per forward batch: a text's vector would depend on the texts beside
+            # it. One text per forward keeps every vector its own (and costs little: length_buckets already keeps
+            # batched CPU forwards at about the cost of one by one)
+            self.batch_size = 1
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}

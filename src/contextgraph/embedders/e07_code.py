@@ -47,9 +47,12 @@ class CodeEmbedder:
         self.encoder = encoder
         self.hidden = backbone.hidden_size
         self.dim = self.hidden + len(CLASSES)
-        pooled = (f"{encoder.model_name} mean-pooled over ≤ {encoder.max_tokens} tokens" if encoder is not None else
-                  f"{backbone.model_name} token states pooled with identifier ×{IDENTIFIER_WEIGHT:g} and keyword "
-                  f"×{KEYWORD_WEIGHT:g} weights")
+        if encoder is not None:
+            int8 = " (int8)" if encoder.runtime.endswith("int8") else ""
+            pooled = f"{encoder.model_name}{int8} mean-pooled over ≤ {encoder.max_tokens} tokens"
+        else:
+            pooled = (f"{backbone.model_name} token states pooled with identifier ×{IDENTIFIER_WEIGHT:g} and keyword "
+                      f"×{KEYWORD_WEIGHT:g} weights")
         self.method = f"{pooled} + {len(CLASSES)}-class lexical histogram for code (scale {HISTOGRAM_SCALE})"
 
     def token_weights(self, item: MemoryInput) -> np.ndarray:

@@ -62,11 +62,13 @@ class PipelineSpec:
 
     def build(self) -> FingerprintPipeline:
         model_dir = Path(self.model_dir) if self.model_dir else default_model_dir()
-        load = functools.partial(load_backbone, runtime=self.runtime, quantized=self.quantized, device=self.device,
-                                 dtype=self.dtype)
+        load = functools.partial(load_backbone, runtime=self.runtime, device=self.device, dtype=self.dtype)
         code_dir = code_model_dir(self.code_model, Path(self.cache_dir))
-        return FingerprintPipeline(load(model_dir, Path(self.cache_dir)),
-                                   code_encoder=None if code_dir is None else load(code_dir, Path(self.cache_dir)))
+        backbone = load(model_dir, Path(self.cache_dir), quantized=self.quantized)
+        if code_dir is None:
+            return FingerprintPipeline(backbone)
+        # E7's encoder in int8 on CPU, as build_pipeline loads it
+        return FingerprintPipeline(backbone, code_encoder=load(code_dir, Path(self.cache_dir), quantized=True))
 
 
 _worker_pipeline: FingerprintPipeline | None = None  # one per worker process, built by _start_worker

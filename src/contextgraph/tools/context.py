@@ -41,6 +41,9 @@ class ToolContext:
     # Sends an MCP progress notification for the call being served (progress, total, message); a no-op when
     # the client sent no progressToken or has no channel for it.
     report_progress: ProgressReporter = field(default=no_progress)
+    # False for a viewer that is not the agent (the dashboard): what it opens or searches is no evidence of what the
+    # agent found relevant, so the dispatcher's argument observers (ATC's outcomes, dopamine's uses) do not hear it
+    agent: bool = True
 
     async def call(self, name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
         """Run another tool through the dispatcher's checks (D11's tool_call); returns (canonical, payload)."""

@@ -150,7 +150,7 @@ class Dispatcher:
         # counted in flight (no automatic dream starts meanwhile); a memory operation wakes a dream at once
         with ctx.services.activity.running(canonical):
             payload = await spec.handler(ctx, args)
-        if self.argument_observers:
+        if self.argument_observers and ctx.agent:
             arguments_seen = args.model_dump()
             for observe in self.argument_observers:
                 try:

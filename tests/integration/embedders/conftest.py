@@ -22,8 +22,8 @@ def backbone(model_cache) -> OnnxBackbone:
 
 @pytest.fixture(scope="session")
 def code_backbone(model_cache) -> OnnxBackbone:
-    """E7's code encoder as the server loads it by default (embedders.code_model)."""
-    return OnnxBackbone(code_model.assemble(default_model_dir(), model_cache), model_cache)
+    """E7's code encoder as the server loads it by default (embedders.code_model; int8 on CPU)."""
+    return OnnxBackbone(code_model.assemble(default_model_dir(), model_cache), model_cache, quantized=True)
 
 
 @pytest.fixture(scope="session")

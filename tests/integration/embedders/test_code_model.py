@@ -11,7 +11,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from contextgraph.embedders import code_model
-from contextgraph.embedders.backbone import TorchBackbone, default_model_dir
+from contextgraph.embedders.backbone import OnnxBackbone, TorchBackbone, default_model_dir
 from contextgraph.embedders.model_info import ModelInfo
 from contextgraph.embedders.pipeline import Draft, FingerprintPipeline
 
@@ -68,12 +68,17 @@ def test_layers_that_do_not_fit_the_base_model_are_refused(tmp_path):
     assert not any(p.name.startswith("code-model-") for p in (tmp_path / "cache").glob("*"))
 
 
-def test_onnx_serves_the_states_torch_computes(code_backbone, code_dir):
+def test_onnx_serves_the_states_torch_computes(code_backbone, code_dir, model_cache):
+    """One model file: the fp32 ONNX graph computes torch's states (the GPU path); the int8 graph the CPU serves
+    gives the same sentence vectors to a cosine of 0.98 or more."""
     reference = TorchBackbone(code_dir, "cpu")
+    fp32 = OnnxBackbone(code_dir, model_cache)
     texts = [*FUNCTIONS, *FUNCTIONS.values()]
-    for a, b in zip(code_backbone.encode(texts), reference.encode(texts)):
+    for a, b, q in zip(fp32.encode(texts), reference.encode(texts), code_backbone.encode(texts)):
         np.testing.assert_array_equal(a.token_ids, b.token_ids)
         assert np.abs(a.states - b.states).max() < 1e-3
+        u, v = a.states.mean(axis=0), q.states.mean(axis=0)
+        assert float(u @ v / np.linalg.norm(u) / np.linalg.norm(v)) > 0.98
 
 
 def test_e7_from_texts_equals_e7_in_the_pipeline(backbone, code_backbone):
@@ -85,7 +90,7 @@ def test_e7_from_texts_equals_e7_in_the_pipeline(backbone, code_backbone):
     for fingerprint, vector in zip(whole, alone):
         assert fingerprint[7].shape == (400,)
         np.testing.assert_allclose(fingerprint[7], vector, atol=1e-6)
-    assert "code-MiniLM-L6-v2" in pipeline.method(7)
+    assert "code-MiniLM-L6-v2" in pipeline.method(7) and "(int8)" in pipeline.method(7)
     shared = FingerprintPipeline(backbone)
     assert shared.method(7) != pipeline.method(7)  # a store records which one made its E7
     np.testing.assert_allclose(shared.embed_space(7, texts[:2], modalities[:2])[1],
