@@ -336,7 +336,20 @@ def fill_store(
         done += len(chunk)
         if progress:
             progress(done, len(items))
+    _record_spaces(store, pipeline)
     return FillReport(done, embed_s, put_s, index_s, time.perf_counter() - wall)
+
+
+def _record_spaces(store: Any, pipeline: Any) -> None:
+    """Say which method made the filled memories' E7, as a server's first store does: without the record, the
+    first server on the store would re-embed every memory in the background (services/runtime/space_refresh) and a
+    benchmark would time that too. (Cached fingerprints carry the current E7: _corpora.current_e7.)"""
+    from contextgraph.services.runtime.space_refresh import DOC, SPACES
+
+    if hasattr(pipeline, "method"):
+        doc = store.get_document(DOC) or {}
+        doc.setdefault("spaces", {}).update({str(space): pipeline.method(space) for space in SPACES})
+        store.put_document(DOC, doc)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
