@@ -23,6 +23,7 @@ import asyncio
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +112,19 @@ async def noradrenaline_case(app: Any, pairs: list[tuple[str, str]], half: int) 
         "rows": rows}
 
 
+def used_cases(triples: list[tuple[str, list[str]]], half: int) -> Iterator[tuple[Any, str, str]]:
+    """The dopamine cases of one half (every second from `half`): (case, the used memory, the memory the later
+    question should find: the used one, or another of its topic for the controls)."""
+    for index in range(half, len(USED), 2):
+        case, (used, others) = USED[index], triples[index]
+        yield case, used, used if case.target == "used" else others[0]
+
+
 async def aroused_control(app: Any, triples: list[tuple[str, list[str]]], half: int, level: float) -> dict[str, Any]:
     """The dopamine case's later questions, at rest and with noradrenaline at `level` (nothing used)."""
     neuro = app.services.neuromodulation
     rows = []
-    for index in range(half, len(USED), 2):
-        case, (used, others) = USED[index], triples[index]
-        target = used if case.target == "used" else others[0]
+    for case, _used, target in used_cases(triples, half):
         rest(neuro)
         before, _ = await ranked(app, case.then)
         neuro.adjust("noradrenaline", level - neuro.level("noradrenaline"), "bench: aroused")
@@ -130,9 +137,7 @@ async def dopamine_case(app: Any, triples: list[tuple[str, list[str]]], half: in
     neuro = app.services.neuromodulation
     use = dopamine_on_use(neuro)  # the dispatcher's listener: a successful call's relevance evidence
     rows = []
-    for index in range(half, len(USED), 2):
-        case, (used, others) = USED[index], triples[index]
-        target = used if case.target == "used" else others[0]
+    for case, used, target in used_cases(triples, half):
         rest(neuro)
         before, _ = await ranked(app, case.then)
         await ranked(app, case.first)

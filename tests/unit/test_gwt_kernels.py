@@ -223,13 +223,14 @@ def test_store_percentile_is_the_mid_rank_among_the_store_own_values():
     assert dc.store_percentile(float("nan"), sample) == dc.NEUTRAL_FIT
 
 
+@pytest.mark.parametrize("measure", [dc.store_percentile, dc.store_standing], ids=["percentile", "standing"])
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-1, 1), min_size=0, max_size=40), st.floats(-2, 2))
-def test_store_percentile_is_monotone_and_in_the_unit_interval(values, x):
+def test_a_store_measure_is_monotone_and_in_the_unit_interval(measure, values, x):
     sample = np.sort(np.array(values, dtype=np.float64))
-    p = dc.store_percentile(x, sample)
+    p = measure(x, sample)
     assert 0.0 <= p <= 1.0
-    assert dc.store_percentile(x + 0.5, sample) >= p
+    assert measure(x + 0.5, sample) >= p
 
 
 def test_store_standing_is_a_logistic_of_the_robust_z_score():
@@ -260,14 +261,6 @@ def test_isolated_stored_memories_do_not_lift_an_unrelated_text():
     assert dc.store_standing(unrelated, sample) < 0.01
     assert dc.store_standing(float(np.median(sample)), sample) == pytest.approx(0.5)
 
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(-1, 1), min_size=0, max_size=40), st.floats(-2, 2))
-def test_store_standing_is_monotone_and_in_the_unit_interval(values, x):
-    sample = np.sort(np.array(values, dtype=np.float64))
-    p = dc.store_standing(x, sample)
-    assert 0.0 <= p <= 1.0
-    assert dc.store_standing(x + 0.5, sample) >= p
 
 
 def test_separation_is_the_robust_d_prime_between_on_and_off_topic():

@@ -18,7 +18,6 @@ fingerprint depends on its own draft only, and the shards come back in order."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import multiprocessing
 import os
@@ -31,8 +30,8 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from contextgraph.embedders.backbone import default_model_dir, load_backbone
-from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, StageTimings, check_draft, code_model_dir
+from contextgraph.embedders.backbone import default_model_dir
+from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, StageTimings, check_draft, load_pipeline
 from contextgraph.fingerprint import Fingerprint
 
 START_TIMEOUT_S = 600  # a worker loads a model: seconds on a CPU, longer on a cold disk; not forever
@@ -62,13 +61,8 @@ class PipelineSpec:
 
     def build(self) -> FingerprintPipeline:
         model_dir = Path(self.model_dir) if self.model_dir else default_model_dir()
-        load = functools.partial(load_backbone, runtime=self.runtime, device=self.device, dtype=self.dtype)
-        code_dir = code_model_dir(self.code_model, Path(self.cache_dir))
-        backbone = load(model_dir, Path(self.cache_dir), quantized=self.quantized)
-        if code_dir is None:
-            return FingerprintPipeline(backbone)
-        # E7's encoder in int8 on CPU, as build_pipeline loads it
-        return FingerprintPipeline(backbone, code_encoder=load(code_dir, Path(self.cache_dir), quantized=True))
+        return load_pipeline(model_dir, Path(self.cache_dir), runtime=self.runtime, quantized=self.quantized,
+                             device=self.device, dtype=self.dtype, code_model=self.code_model)
 
 
 _worker_pipeline: FingerprintPipeline | None = None  # one per worker process, built by _start_worker

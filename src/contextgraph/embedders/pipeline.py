@@ -152,14 +152,20 @@ def build_pipeline(settings: Any) -> FingerprintPipeline:
     """The pipeline the server runs, from Settings: the model directory (None: the packaged all-MiniLM-L6-v2),
     where exported graphs are cached (the data directory by default, keyed by the model's hash), the runtime
     ("auto" | "onnx" | "torch"), the int8 graph, the device, and E7's code encoder (`code_model`)."""
-    backbone = load_backbone(settings.model_dir or default_model_dir(), settings.models_dir, runtime=settings.runtime,
-                             quantized=settings.quantized, device=settings.device)
-    code_dir = code_model_dir(settings.code_model, settings.models_dir)
+    return load_pipeline(settings.model_dir or default_model_dir(), settings.models_dir, runtime=settings.runtime,
+                         quantized=settings.quantized, device=settings.device, code_model=settings.code_model)
+
+
+def load_pipeline(model_dir: Path, cache_dir: Path, *, runtime: str, quantized: bool, device: str,
+                  dtype: str | None = None, code_model: str = "shipped") -> FingerprintPipeline:
+    """The shared backbone from `model_dir` and E7's encoder per `code_model` (code_model_dir): what the server
+    and each worker of a PipelinePool load."""
+    backbone = load_backbone(model_dir, cache_dir, runtime=runtime, quantized=quantized, device=device, dtype=dtype)
+    code_dir = code_model_dir(code_model, cache_dir)
     if code_dir is None:
         return FingerprintPipeline(backbone)
     # E7's second forward in int8 on CPU (docs/spaces.md#e7-code): 2.5x faster, E7 alone 0.6362 -> 0.6333 nDCG@10
-    code = load_backbone(code_dir, settings.models_dir, runtime=settings.runtime, quantized=True,
-                         device=settings.device)
+    code = load_backbone(code_dir, cache_dir, runtime=runtime, quantized=True, device=device, dtype=dtype)
     return FingerprintPipeline(backbone, code_encoder=code)
 
 
