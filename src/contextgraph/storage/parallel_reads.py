@@ -9,7 +9,8 @@ pages out what was not touched in the last minute.
 
 So `read_many` first reads a few values in the caller's transaction and times them: from the page cache they
 take a few µs each, from the disk hundreds. Only a batch that starts cold goes to the threads; a warm one costs
-nothing more.
+nothing more. A background thread (contextgraph.background) reads alone: the pool's threads would be started at
+its lowered priority and then serve the requests at it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import lmdb
+
+from contextgraph.background import in_background
 
 THREADS = 4
 MIN_KEYS = 32  # fewer keys are read by the caller alone: the hand-off would cost more than it overlaps
@@ -49,7 +52,7 @@ def get_many(env: lmdb.Environment, db: lmdb._Database, keys: Sequence[bytes],
     (the map resized by another process, which the caller's transaction has dealt with; no reader slot left).
     A thread's snapshot may be newer than the caller's; a stored value only changes by being rewritten whole,
     so each value is one version or the other."""
-    if threads <= 1 or len(keys) < MIN_KEYS:
+    if threads <= 1 or len(keys) < MIN_KEYS or in_background():  # a lowered thread would grow the pool lowered
         return None
     chunks = [keys[i::threads] for i in range(threads)]
     try:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.background import start_thread
 from contextgraph.calibration import bayes
 from contextgraph.calibration.meta_lambda import accuracy, lambda_objective, lambda_step, log_ratio, rescale
 from contextgraph.constitution import Constitution
@@ -110,7 +111,7 @@ class MetaLearningService:
         if escalate:
             reason = f"meta-accuracy {acc:.4f} below {self.floor} over {self.window_size} operations"
             if self.background:
-                threading.Thread(target=self._escalate_safely, args=(reason,), daemon=True).start()
+                start_thread(self._escalate_safely, reason, name="meta-utl-escalation")
             else:
                 self._escalate_safely(reason)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.background import start_thread
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.storage.fingerprint_columns import FingerprintColumns
 from contextgraph.utl import calibration as cal
@@ -74,8 +75,7 @@ class RefitCache:
                 return entry[0]
             if entry is not None and background:
                 self._running.add(key)
-                threading.Thread(target=self._refit, args=(key, stamp, fit), daemon=True,
-                                 name=f"contextgraph-fit-{self._name}-{key}").start()
+                start_thread(self._refit, key, stamp, fit, name=f"contextgraph-fit-{self._name}-{key}")
                 return entry[0]
             if entry is None:
                 self._first.add(key)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.background import start_thread
 from contextgraph.constitution import Constitution
 from contextgraph.fingerprint import Fingerprint
 from contextgraph.log import get_logger
@@ -56,8 +57,7 @@ class GoalRefresh:
             if self._last is not None and now - self._last < self.min_interval:
                 return
             self._off_goal, self._last = 0, now
-            self._running = threading.Thread(target=self.refresh, name="goal-refresh", daemon=True)
-            self._running.start()
+            self._running = start_thread(self.refresh, name="goal-refresh")
 
     def refresh(self) -> None:
         """Cluster the store again and make its themes the goals (a worker thread)."""

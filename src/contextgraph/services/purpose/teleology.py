@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.background import start_thread
 from contextgraph.constitution import Constitution
 from contextgraph.embedders.base import Embedder
 from contextgraph.fingerprint import Fingerprint
@@ -315,7 +316,7 @@ class TeleologyService:
         with self._lock:
             self.recompute = {"running": True, "star_id": star_id, "done": 0,
                               "total": self.storage.store.count(), "started_at": time.time()}
-        threading.Thread(target=self._recompute_all, args=(star_id,), name="purpose-recompute", daemon=True).start()
+        start_thread(self._recompute_all, star_id, name="purpose-recompute")
 
     def _recompute_all(self, star_id: str) -> None:
         """Every live memory's PV under the new star, `batch` records per write transaction through the writer.

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from contextgraph.background import lower_this_thread
 from contextgraph.log import get_logger
 
 _log = get_logger("engine")
@@ -63,7 +64,8 @@ class AfterAnswer:
     def _submit(self, work: Callable[[], None], what: str) -> tuple[Future[None], bool]:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-answer")
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-answer",
+                                                    initializer=lower_this_thread)
             full = self._waiting >= self.cap
             self._waiting += 1
             return self._executor.submit(self._guarded, work, what), full

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from contextgraph.background import start_thread
 from contextgraph.errors import StorageError
 from contextgraph.log import get_logger
 from contextgraph.storage.base import MemoryStore
@@ -59,9 +60,8 @@ class SpaceRefresh:
             return
         self.stale = frozenset(changed)
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, args=(store, writer, pipeline, changed, doc),
-                                            name="contextgraph-space-refresh", daemon=True)
-            self._thread.start()
+            self._thread = start_thread(self._run, store, writer, pipeline, changed, doc,
+                                        name="contextgraph-space-refresh")
 
     def check(self, store: MemoryStore) -> frozenset[int]:
         """The stale spaces, re-read from the store at most every `recheck_s` while any is stale (a worker
