@@ -197,6 +197,11 @@ class TimelineIndex(_Membership):
 
     def pool(self, query: np.ndarray, size: int) -> list[int]:
         """The `size` memories nearest the query by closeness, nearest first (ties by seq)."""
+        return [seq for seq, _ in self.nearest(query, size)]
+
+    def nearest(self, query: np.ndarray, size: int) -> list[tuple[int, float]]:
+        """pool() with each memory's closeness: the space's cosine to ~1e-3 (the embedder's axes), without
+        making the vectors it would be re-scored on."""
         size = min(size, self._n)
         if size <= 0:
             return []
@@ -221,7 +226,7 @@ class TimelineIndex(_Membership):
             if enough and (depth >= _MAX_DEPTH * start
                            or np.partition(near, len(near) - size)[len(near) - size] >= cap):
                 best = np.lexsort((found, -near))[:size]
-                return found[best].tolist()
+                return list(zip(found[best].tolist(), near[best].tolist()))
             depth *= 4
 
     def save(self, path: Path | str) -> None:

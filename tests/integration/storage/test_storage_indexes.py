@@ -466,3 +466,21 @@ def test_derived_spaces_answer_the_exact_nearest_from_their_pools(tmp_path):
                     got = ix.search(space, fps[probe][space], 10)
                     assert [s for s, _ in got] == want, space
                     assert [sc for _, sc in got] == pytest.approx(sorted(exact, reverse=True)[:10], abs=1e-5)
+
+
+def test_nearest_many_differs_from_search_many_only_in_the_timeline_spaces(tmp_path):
+    """The UTL's neighbourhood (nearest_many): every space answers as search_many does, but E2-E4, which rank by
+    the timeline's closeness (TimelineIndex.nearest) instead of re-scoring a larger pool on their vectors."""
+    rng = np.random.default_rng(12)
+    with LmdbStore(tmp_path / "db") as store:
+        _fill(store, rng, 120)
+        indexes = IndexSet(store, ef_search=200)
+        query = store.fingerprints([7])[0]
+        assert query is not None
+        queries = {space: query[space] for space in INDEXED_SPACES}
+        exact, near = indexes.search_many(queries, 10, 0.5), indexes.nearest_many(queries, 10, 0.5)
+        timeline = {2, 3, 4}
+        assert {s: exact[s] for s in exact if s not in timeline} == {s: near[s] for s in near if s not in timeline}
+        for space in timeline:
+            assert near[space] == indexes._indexes[space].nearest(query[space], 10)
+            assert len(near[space]) == 10 and near[space][0][0] == 7  # itself first: no gap on any axis

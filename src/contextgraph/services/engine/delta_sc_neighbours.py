@@ -1,10 +1,11 @@
 """The UTL's neighbourhood (services.delta_sc): per space the 2k nearest stored memories and their fingerprints.
 
 index_neighbours  every indexed space's own index (E12, which has none, borrows E1's order), searched after one
-                  catch-up under one read lock where the indexes offer search_many; E6/E13 skip query terms found
-                  in more than `sparse_max_df` of the memories, as search_graph's stage 1 does (their postings
-                  are the longest and their idf the smallest: the neighbourhood's cost at 10K), unless that
-                  leaves fewer than `want` hits (a small store, where every term is that common)
+                  catch-up under one read lock where the indexes offer nearest_many (E2-E4 by the timeline's
+                  closeness, which orders like their cosine: the UTL scores the neighbours itself); E6/E13 skip
+                  query terms found in more than `sparse_max_df` of the memories, as search_graph's stage 1 does
+                  (their postings are the longest and their idf the smallest: the neighbourhood's cost at 10K),
+                  unless that leaves fewer than `want` hits (a small store, where every term is that common)
 rank_within       a pool the caller already holds, ranked per space by the space's own similarity (as the caller
                   measured it, when it did). search_graph scores its query's UTL for the pulse (docs/utl.md) against
                   the memories it answers with, so the index searches and the neighbourhood read (most of the
@@ -33,7 +34,7 @@ def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude
     """The `want` nearest of every indexed space, `exclude` left out, and the fingerprints of their union (read
     once; `cache`, when given, keeps them across calls: the leave-one-out loop)."""
     queries = {space: fingerprint[space] for space in INDEXED_SPACES}
-    many = getattr(indexes, "search_many", None)
+    many = getattr(indexes, "nearest_many", None)
     found = (many(queries, want + len(exclude), sparse_max_df) if many is not None else
              {space: indexes.search(space, q, want + len(exclude), sparse_max_df) for space, q in queries.items()})
     for space in SPARSE_SPACES:  # a small store has every term in more than max_df of it: then ask for all terms
