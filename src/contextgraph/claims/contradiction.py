@@ -21,7 +21,6 @@ stored can tell."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -118,6 +117,8 @@ def _negation(wa: Words, wb: Words) -> Contradiction | None:
 
 
 def _value(wa: Words, wb: Words) -> Contradiction | None:
+    import difflib  # here, not at the top: ~15 ms of every process's start, for a check few calls reach
+
     ops = [op for op in difflib.SequenceMatcher(a=wa.words, b=wb.words, autojunk=False).get_opcodes()
            if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":

@@ -95,7 +95,12 @@ def _cycle_axis(cycle: int) -> Axis:
     """Cycle `cycle`'s share of the cosine as a function of the phase gap, Σₖ wₖ cos(kΔθ) / cycles, tabulated."""
     _, harmonics, levels = CYCLES[cycle]
     delta = np.linspace(0.0, np.pi, _TABLE_STEPS + 1)
-    values = np.cos(np.outer(delta, np.arange(1, harmonics + 1))) @ harmonic_weights(harmonics, levels) / len(CYCLES)
+    # Σₖ wₖ cos(kΔ) = Re Σₖ wₖ zᵏ with z = e^{iΔ}: Horner's rule, ~1 ms; the 4097 × 132 cosines took ~30 ms of every
+    # process's start (equal to 2e-15)
+    z, total = np.exp(1j * delta), np.zeros(len(delta), dtype=np.complex128)
+    for weight in harmonic_weights(harmonics, levels)[::-1]:  # wₖ from k = K down to 1
+        total = (total + weight) * z
+    values = total.real / len(CYCLES)
     kernel, bound = tabulated(values, np.pi)
     return Axis(2.0 * np.pi, kernel, bound)
 

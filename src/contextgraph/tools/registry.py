@@ -3,7 +3,6 @@ active set and the TF-IDF index. Data only: no handler runs here, nothing regist
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -116,6 +115,8 @@ class Registry:
         s = self._settings
         limit = int(s["suggestions"])
         callable_names = list(self.specs) + list(self.aliases)
+        import difflib  # here: only an unknown name needs it, and it was ~15 ms of every start
+
         close = difflib.get_close_matches(name, callable_names, n=limit, cutoff=float(s["suggestion_cutoff"]))
         picked = [self.aliases.get(c, c) for c in close]
         for candidate, _score in self.index.search(name.replace("_", " "), limit):
