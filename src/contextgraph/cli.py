@@ -113,7 +113,8 @@ def _serve_pool(args: argparse.Namespace) -> int:
 
 def _as_worker(args: argparse.Namespace, settings):
     """A pool worker: it serves what its inbox brings, names itself in its session ids, and only worker 0 runs
-    the engine's background jobs that write engine state (automatic dreams): docs/architecture.md#several-workers."""
+    the engine's background jobs that write engine state (automatic dreams) or rewrite the store (re-embedding a
+    changed space): docs/architecture.md#several-workers."""
     import socket
     from dataclasses import replace
     from functools import partial
@@ -122,7 +123,7 @@ def _as_worker(args: argparse.Namespace, settings):
 
     session_tag.set_worker(args.worker_index)
     if args.worker_index:
-        settings = replace(settings, auto_dream=False)
+        settings = replace(settings, auto_dream=False, space_rewrites=False)
     return partial(network.serve_network, inbox=socket.socket(fileno=args.worker_inbox)), settings
 
 

@@ -56,6 +56,9 @@ class Settings:
     # Automatic dreams (docs/engine.md): CONTEXTGRAPH_AUTO_DREAM=1|0; unset, `serve` turns them on (constitution
     # dream.auto.serve) and everything else (one-shot `contextgraph call`, tests) leaves them off.
     auto_dream: bool | None = None
+    # Re-embed a space whose embedder changed (services.runtime.space_refresh) in this process; pool workers but
+    # the first leave it to that one and wait for its record, instead of all doing the whole store at once.
+    space_rewrites: bool = True
 
     # Where memories live (docs/storage.md): None or lmdb:///PATH, the embedded LMDB store (in the data directory, or
     # in PATH); postgresql://… (any libpq URI, passed verbatim; unix sockets as ?host=/dir), a shared PostgreSQL

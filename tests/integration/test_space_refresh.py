@@ -122,3 +122,29 @@ async def test_searches_leave_a_stale_space_out_and_a_stopped_rewrite_resumes(tm
         assert doc["spaces"]["7"] == code_pipeline.method(7) and "7" not in doc.get("rewriting", {})
     finally:
         services.close()
+
+
+async def test_a_process_told_not_to_rewrite_waits_for_the_one_that_does(tmp_path, make_settings):
+    """Pool workers but the first (Settings.space_rewrites false): the changed space is stale for them too, they
+    embed nothing, and they stop leaving it out once the rewriting process has recorded it."""
+    services = build_services(make_settings(tmp_path / "home", CONTEXTGRAPH_CODE_MODEL="shared"), constitution(),
+                              log.LogRing(100))
+    services.storage.open()
+    try:
+        await services.perception.pipeline()
+        await _store_all(services)
+        handle = services.storage
+        code_pipeline = perception.build_pipeline(make_settings(tmp_path / "other"))
+        waiting, counted = SpaceRefresh(recheck_s=0.0), _StopsAfter(code_pipeline, n=10)
+        waiting.start(handle.store, handle.writer, counted, rewrite=False)
+        waiting.join(5)
+        assert waiting.stale == frozenset({7}) and counted.texts == 0 and waiting.check(handle.store) == {7}
+        assert "rewriting" not in (handle.store.get_document(DOC) or {})
+
+        rewriting = SpaceRefresh(batch=2, duty=1.0)
+        rewriting.start(handle.store, handle.writer, code_pipeline)
+        rewriting.join(60)
+        assert rewriting.stale == frozenset()
+        assert waiting.check(handle.store) == frozenset()  # it read the other's record
+    finally:
+        services.close()

@@ -95,7 +95,8 @@ class Perception:
         """Re-embed, in the background, a space whose embedder changed since the store's memories were made (a
         failure to start is logged: the store serves as it is, with that space left out of searches)."""
         try:
-            self.handle.space_refresh.start(self.handle.store, self.handle.writer, pipeline)
+            self.handle.space_refresh.start(self.handle.store, self.handle.writer, pipeline,
+                                            rewrite=self.settings.space_rewrites)
         except Exception:
             _log.exception("could not check the store's spaces against the loaded model")
 

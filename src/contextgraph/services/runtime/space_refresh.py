@@ -46,9 +46,10 @@ class SpaceRefresh:
         self._checked_at = 0.0
         self._wanted: dict[int, str] = {}
 
-    def start(self, store: MemoryStore, writer: Writer, pipeline: Any) -> None:
+    def start(self, store: MemoryStore, writer: Writer, pipeline: Any, rewrite: bool = True) -> None:
         """Compare the store's record with `pipeline` and start re-embedding what differs (idempotent). A new,
-        empty store just records the methods."""
+        empty store just records the methods. Without `rewrite` (a pool worker but the first) the spaces that
+        differ are only marked stale: another process re-embeds them, and `check` sees its record."""
         self._wanted = {space: pipeline.method(space) for space in SPACES}
         doc = store.get_document(DOC) or {}
         recorded = {int(k): v for k, v in (doc.get("spaces") or {}).items()}
@@ -59,7 +60,7 @@ class SpaceRefresh:
             writer.submit_future(store.put_document, DOC, {"spaces": {str(s): m for s, m in self._wanted.items()}})
             return
         self.stale = frozenset(changed)
-        if self._thread is None:
+        if rewrite and self._thread is None:
             self._thread = start_thread(self._run, store, writer, pipeline, changed, doc,
                                         name="contextgraph-space-refresh")
 
