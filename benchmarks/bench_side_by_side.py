@@ -13,7 +13,7 @@ Versions alternate run by run (new, old, old, new, ...), so the machine's drift 
 spawn per version first (model export or page cache). The machine is shared: the load average is recorded.
 
 Run:  .venv/bin/python benchmarks/bench_side_by_side.py --old /tmp/wt_f6d/src [--rounds 2] [--memories 300]
-          [--queries 100] [--name side_by_side]
+          [--queries 100] [--old-env KEY=VALUE ...] [--name side_by_side]
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ perf = time.perf_counter
 
 
 class Served:
-    def __init__(self, src: Path, home: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(src), "CONTEXTGRAPH_HOME": str(home), "HF_HUB_OFFLINE": "1",
+    def __init__(self, src: Path, home: Path, extra_env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, **(extra_env or {}), "PYTHONPATH": str(src), "CONTEXTGRAPH_HOME": str(home),
+               "HF_HUB_OFFLINE": "1",
                "CONTEXTGRAPH_LOG_LEVEL": "error", "CONTEXTGRAPH_AUTO_DREAM": "0",
                "CONTEXTGRAPH_MODEL_CACHE": os.environ.get("CONTEXTGRAPH_MODEL_CACHE") or str(DEFAULT_MODEL_CACHE)}
         self.started = perf()
@@ -87,10 +88,10 @@ class Served:
             self.proc.wait()
 
 
-def one_run(src: Path, documents: list[str], queries: list[tuple[str, int]], workdir: Path, tag: str
-            ) -> dict[str, Any]:
+def one_run(src: Path, documents: list[str], queries: list[tuple[str, int]], workdir: Path, tag: str,
+            extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=workdir))
-    served = Served(src, home)
+    served = Served(src, home, extra_env)
     try:
         served.request("initialize", INIT)
         initialized_ms = (perf() - served.started) * 1000
@@ -123,6 +124,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--old", required=True, help="the older version's src/ directory")
     ap.add_argument("--new", default=str(NEW), help="the newer version's src/ (default: this tree's)")
+    ap.add_argument("--old-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="an environment variable for the old version's servers only (repeatable): with --old "
+                         "this tree's src/, an A/B of one setting, e.g. CONTEXTGRAPH_CONSTITUTION=<a copy>")
     ap.add_argument("--memories", type=int, default=300)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2, help="runs per version, alternated")
@@ -133,15 +137,16 @@ def main() -> int:
     documents = [data.items[i].document for i in test]
     queries = [(data.items[i].query, k) for k, i in enumerate(test[: args.queries])]
     versions = {"new": Path(args.new), "old": Path(args.old)}
+    envs = {"new": {}, "old": dict(item.split("=", 1) for item in args.old_env)}
     workdir = Path(tempfile.mkdtemp(prefix="cg-side-by-side-"))
     load_before = list(os.getloadavg())
     for name, src in versions.items():  # warm-up: the model's export or page cache, once per version
-        one_run(src, documents[:3], queries[:1], workdir, f"warm-{name}")
+        one_run(src, documents[:3], queries[:1], workdir, f"warm-{name}", envs[name])
     order = [("new", "old") if r % 2 == 0 else ("old", "new") for r in range(args.rounds)]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
     for r, pair in enumerate(order):
         for name in pair:
-            result = one_run(versions[name], documents, queries, workdir, f"{name}-{r}")
+            result = one_run(versions[name], documents, queries, workdir, f"{name}-{r}", envs[name])
             runs[name].append(result)
             print(f"  {name} round {r}: {json.dumps(result)}", flush=True)
     summary = {name: {key: round(statistics.median(run[key] for run in rs), 1)
@@ -152,6 +157,7 @@ def main() -> int:
     print(json.dumps(summary, indent=2))
     write_result(args.name, {"summary": summary, "runs": runs, "settings": {
         "memories": args.memories, "queries": args.queries, "rounds": args.rounds, "old": args.old,
+        "old_env": envs["old"],
         "new": args.new, "loadavg_before": load_before, "loadavg_after": list(os.getloadavg())}})
     return 0
 
