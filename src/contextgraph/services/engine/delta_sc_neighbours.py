@@ -10,6 +10,8 @@ rank_within       a pool the caller already holds, ranked per space by the space
                   the memories it answers with, so the index searches and the neighbourhood read (most of the
                   UTL's cost) are skipped, and ΔS/ΔC say how novel the query is against its answer and how
                   coherent that answer is around it; retrieval has measured their similarities to the query
+nearest_between   the memory's nearest in one space and their similarities to each other: the triangles of
+                  ClusterFit's weighted clustering coefficient (utl.delta_c.weighted_clustering)
 """
 
 from __future__ import annotations
@@ -78,3 +80,20 @@ def rank_within(by_space: Mapping[int, Any], fingerprint: Fingerprint, pool: Map
         scores[space.id] = sims[best]
     ranked[LATE_INTERACTION] = ranked[SEMANTIC]
     return ranked, kept, scores
+
+
+def nearest_between(by_space: Mapping[int, Any], space: Any, fps: list[Fingerprint], sims: np.ndarray,
+                    k: int, skip: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The `k` nearest of `fps` by `sims` (the memory's similarities to them in `space`) after the `skip` nearest:
+    those similarities, best first, and the neighbours' similarities to each other in the same space [k, k]
+    (diagonal 1), the triangles ClusterFit weighs (utl.delta_c.weighted_clustering). k − 1 similarity calls: each
+    neighbour against the ones after it."""
+    s = np.nan_to_num(np.asarray(sims, dtype=np.float64).ravel(), nan=-1.0)
+    order = np.argsort(-s, kind="stable")[skip : skip + max(k, 0)].tolist()
+    near = [fps[i] for i in order]
+    between = np.eye(len(near))
+    for j in range(len(near) - 1):
+        row = space_similarities(by_space, space, near[j], near[j + 1 :])
+        between[j, j + 1 :] = row
+        between[j + 1 :, j] = row
+    return s[order], between
