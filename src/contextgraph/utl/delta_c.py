@@ -114,13 +114,14 @@ def weighted_clustering(similarities: Sequence[float] | np.ndarray, between: np.
     (`between`, symmetric), each clipped to [0, 1]. Neighbours on one topic that the memory is close to → high; an
     unrelated text's nearest come from scattered topics, unlike each other → low, even where its similarity to
     each is as high as a new fact's to its topic. Fewer than two neighbours (or NaN) → NaN (not measurable)."""
-    w = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64).ravel(), nan=-1.0), 0.0, 1.0)
-    n = w.size
-    b = np.asarray(between, dtype=np.float64).reshape(n, n) if n else np.zeros((0, 0))
+    w = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64).ravel(), nan=-1.0), 0.0, 1.0).tolist()
+    n = len(w)
+    b = np.asarray(between, dtype=np.float64).reshape(n, n)
     if n < 2 or not np.isfinite(b).all():
         return math.nan
-    j, m = np.triu_indices(n, 1)
-    return float(np.mean(np.cbrt(w[j] * w[m] * np.clip(b[j, m], 0.0, 1.0))))
+    rows = np.clip(b, 0.0, 1.0).tolist()  # a handful of neighbours: plain floats beat numpy's per-call overhead
+    pairs = [(w[j] * w[m] * rows[j][m]) ** (1.0 / 3.0) for j in range(n) for m in range(j + 1, n)]
+    return sum(pairs) / len(pairs)
 
 
 def store_percentile(value: float, sample: Sequence[float] | np.ndarray) -> float:

@@ -89,11 +89,9 @@ def nearest_between(by_space: Mapping[int, Any], space: Any, fps: list[Fingerpri
     (diagonal 1), the triangles ClusterFit weighs (utl.delta_c.weighted_clustering). k − 1 similarity calls: each
     neighbour against the ones after it."""
     s = np.nan_to_num(np.asarray(sims, dtype=np.float64).ravel(), nan=-1.0)
-    order = np.argsort(-s, kind="stable")[skip : skip + max(k, 0)].tolist()
-    near = [fps[i] for i in order]
+    order = np.argsort(-s, kind="stable")[skip : skip + max(k, 0)]
+    near = [fps[i] for i in order.tolist()]
     between = np.eye(len(near))
     for j in range(len(near) - 1):
-        row = space_similarities(by_space, space, near[j], near[j + 1 :])
-        between[j, j + 1 :] = row
-        between[j + 1 :, j] = row
+        between[j, j + 1 :] = between[j + 1 :, j] = space_similarities(by_space, space, near[j], near[j + 1 :])
     return s[order], between
