@@ -1,6 +1,7 @@
 """ClusterFit's triangles: the weighted local clustering coefficient of a memory with its nearest neighbours
 (utl.delta_c.weighted_clustering) against a naive reference, its properties, and the neighbours' similarity
-matrix it is given (services.engine.delta_sc_neighbours.nearest_between)."""
+matrix it is given (services.engine.delta_sc_neighbours.nearest_between); the idf-weighted term overlap ΔC reads
+E6/E13 by (utl.delta_c.weighted_jaccard)."""
 
 import itertools
 import math
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextgraph.fingerprint import SPACES
+from contextgraph.retrieval.similarity import jaccard_many, space_similarities
 from contextgraph.services.engine.delta_sc_neighbours import nearest_between
 from contextgraph.utl import delta_c as dc
 
@@ -82,33 +84,97 @@ def _unit_vector(angle):
     return np.array([math.cos(angle), math.sin(angle), 0.0])
 
 
-def test_nearest_between_takes_the_k_nearest_and_their_similarities_to_each_other():
+def _cosine_space():
     space = SPACES[0]
     by_space = {space.id: _Cosine()}
+    return lambda a, bs: space_similarities(by_space, space, a, bs)
+
+
+def test_nearest_between_takes_the_k_nearest_and_their_similarities_to_each_other():
+    similar = _cosine_space()
     memory = {1: _unit_vector(0.0)}
     fps = [{1: _unit_vector(a)} for a in (1.2, 0.1, 0.8, 0.3, 2.0)]
     sims = np.array([_Cosine().similarity(memory[1], [f[1]])[0] for f in fps])
-    near, between = nearest_between(by_space, space, fps, sims, 3)
+    near, between = nearest_between(similar, fps, sims, 3)
     assert near == pytest.approx([math.cos(0.1), math.cos(0.3), math.cos(0.8)])
     angles = np.array([0.1, 0.3, 0.8])
     assert between == pytest.approx(np.cos(angles[:, None] - angles[None, :]))
-    near, shifted = nearest_between(by_space, space, fps, sims, 3, skip=1)  # the single nearest left out
+    near, shifted = nearest_between(similar, fps, sims, 3, skip=1)  # the single nearest left out
     assert near == pytest.approx([math.cos(0.3), math.cos(0.8), math.cos(1.2)])
     assert shifted[0, 1] == pytest.approx(math.cos(0.5)) and shifted[1, 2] == pytest.approx(math.cos(0.4))
-    near, between = nearest_between(by_space, space, fps[:1], sims[:1], 3)
+    near, between = nearest_between(similar, fps[:1], sims[:1], 3)
     assert near.shape == (1,) and between.shape == (1, 1)
 
 
 def test_a_memory_among_a_tight_topic_fits_better_than_one_among_scattered_topics():
-    space = SPACES[0]
-    by_space = {space.id: _Cosine()}
+    similar = _cosine_space()
     topic = [{1: _unit_vector(a)} for a in (0.50, 0.55, 0.60)]
     scattered = [{1: _unit_vector(a)} for a in (-0.9, 0.0, 0.9)]
     new_fact, unrelated = {1: _unit_vector(0.55)}, {1: _unit_vector(0.0)}
 
     def fit(fp, fps):
         sims = _Cosine().similarity(fp[1], [f[1] for f in fps])
-        return dc.weighted_clustering(*nearest_between(by_space, space, fps, sims, 3))
+        return dc.weighted_clustering(*nearest_between(similar, fps, sims, 3))
 
     # the unrelated text is as close to its nearest as the new fact is to its topic, on average
     assert fit(new_fact, topic) > fit(unrelated, scattered)
+
+
+term_sets = st.lists(st.integers(0, 30), max_size=12).map(lambda t: np.unique(np.asarray(t, dtype=np.int64)))
+IDF = {t: 0.1 + (t % 7) for t in range(31)}
+
+
+def _idf(terms):
+    return np.array([IDF[int(t)] for t in np.asarray(terms).ravel()], dtype=np.float64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(term_sets, st.lists(term_sets, max_size=5))
+def test_weighted_jaccard_matches_a_naive_reference_and_plain_jaccard_at_unit_idf(a, others):
+    got = dc.weighted_jaccard(a, others, _idf)
+    for value, b in zip(got, others):
+        union = set(a.tolist()) | set(b.tolist())
+        shared = set(a.tolist()) & set(b.tolist())
+        want = sum(IDF[t] for t in shared) / sum(IDF[t] for t in union) if union else 0.0
+        assert value == pytest.approx(want, abs=1e-12)
+        assert 0.0 <= value <= 1.0
+        assert value == pytest.approx(dc.weighted_jaccard(b, [a], _idf)[0])  # symmetric
+    plain = dc.weighted_jaccard(a, others, lambda t: np.ones(len(t)))
+    assert plain == pytest.approx(jaccard_many(a, others) if others else np.zeros(0))
+
+
+def test_weighted_jaccard_counts_a_shared_rare_term_above_a_shared_common_word():
+    idf = {1: 0.2, 2: 0.2, 3: 3.0, 4: 3.0, 5: 3.0}.get
+
+    def weights(terms):
+        return np.array([idf(int(t)) for t in terms], dtype=np.float64)
+
+    memory = np.array([1, 3])  # a common word and a rare one
+    common, rare = np.array([1, 4]), np.array([2, 3])  # one shared term each, the same plain Jaccard
+    assert jaccard_many(memory, [common])[0] == jaccard_many(memory, [rare])[0]
+    got = dc.weighted_jaccard(memory, [common, rare, memory, np.array([5])], weights)
+    assert got[1] > got[0] and got[2] == pytest.approx(1.0) and got[3] == 0.0
+    assert dc.weighted_jaccard(np.zeros(0, np.int64), [np.zeros(0, np.int64)], weights).tolist() == [0.0]
+
+
+def test_ranked_coherence_reads_sparse_spaces_by_idf_weighted_overlap():
+    from contextgraph.services.engine.delta_sc_neighbours import ranked_coherence
+    from contextgraph.vectors import sparse_from_counts
+
+    space = next(s for s in SPACES if s.id == 6)
+    rng = np.random.default_rng(6)
+    fps = [{6: sparse_from_counts(rng.choice(30, 6, replace=False))} for _ in range(7)]
+    memory = {6: sparse_from_counts(np.array([1, 2, 3, 4, 5]))}
+
+    def idf_of(sid, terms):
+        assert sid == 6
+        return _idf(terms)
+
+    sims = dc.weighted_jaccard(memory[6].indices, [f[6].indices for f in fps], _idf)
+    order = np.argsort(-sims, kind="stable")[1:4]
+    between = np.array([[dc.weighted_jaccard(fps[i][6].indices, [fps[j][6].indices], _idf)[0] for j in order]
+                        for i in order])
+    np.fill_diagonal(between, 1.0)
+    conn, fit = ranked_coherence({}, space, idf_of, memory, fps, np.zeros(len(fps)), 3)  # the given sims unused
+    assert conn == pytest.approx(dc.neighbourhood_closeness(sims, 3))
+    assert fit == pytest.approx(dc.weighted_clustering(sims[order], between))

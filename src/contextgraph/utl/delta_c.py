@@ -25,7 +25,7 @@ it neither rewards nor punishes what cannot be judged yet.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -105,6 +105,23 @@ def neighbourhood_closeness(similarities: Sequence[float] | np.ndarray, k: int) 
     if s.size == 0:
         return -1.0
     return float(s[1 : k + 1].mean()) if s.size > 1 else float(s[0])
+
+
+def weighted_jaccard(terms: Sequence[int] | np.ndarray, others: Sequence[Sequence[int] | np.ndarray],
+                     idf: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Per term set in `others`: Σ idf over the terms it shares with `terms` / Σ idf over the terms of either (0
+    when both are empty). ΔC compares E6/E13 term sets so: a shared rare term says more about a topic than a shared
+    common word, which an unrelated text has as many of as a related one. idf ≡ 1 → the plain Jaccard index."""
+    a = np.unique(np.asarray(terms, dtype=np.int64))
+    weights = np.asarray(idf(a), dtype=np.float64)
+    total = float(weights.sum())
+    out = np.zeros(len(others))
+    for j, other in enumerate(others):
+        b = np.unique(np.asarray(other, dtype=np.int64))
+        shared = float(weights[np.isin(a, b, assume_unique=True)].sum())
+        union = total + float(np.asarray(idf(b), dtype=np.float64).sum()) - shared
+        out[j] = shared / union if union > 0 else 0.0
+    return out
 
 
 def weighted_clustering(similarities: Sequence[float] | np.ndarray, between: np.ndarray) -> float:

@@ -41,7 +41,7 @@ import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
-from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, nearest_between, rank_within
+from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, rank_within, ranked_coherence
 from contextgraph.services.engine.delta_sc_result import DeltaSc, SpaceResult
 from contextgraph.services.engine.store_model import (
     EMPTY_MODEL,
@@ -202,7 +202,7 @@ class DeltaScComputer:
             if stats is not None:
                 for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
                     stats.setdefault(key, []).append(g)
-            conn, fit = self._raw_coherence(partial, by_space, space, fps, sims, {}, ranked=True)
+            conn, fit = self._raw_coherence(partial, by_space, space, fp, fps, sims, {}, ranked=True)
             coherence.setdefault(f"E{space.id}/connectivity{suffix}", []).append(conn)
             if math.isfinite(fit):
                 coherence.setdefault(f"E{space.id}/cluster_fit{suffix}", []).append(fit)
@@ -291,7 +291,8 @@ class DeltaScComputer:
             sims = space_similarities(by_space, space, fp, fps)
         stats = self._statistics(model, by_space, sid, fp, fps, sims)
         delta_s, method = self._novelty(store, model, sid, stats, triples, own_triples, len(fps))
-        conn, fit = self._raw_coherence(model, by_space, space, fps, sims, cluster_dists, ranked=bool(model.coherence))
+        conn, fit = self._raw_coherence(model, by_space, space, fp, fps, sims, cluster_dists,
+                                        ranked=bool(model.coherence))
         # ranked among the store's own leave-one-out memories, as ΔS is calibrated (docs/utl.md#coherence): an
         # unrelated text is less connected than every stored memory, whatever the space's raw scale
         conn = model.coherence_standing(f"E{sid}/connectivity", conn)
@@ -300,17 +301,16 @@ class DeltaScComputer:
             conn = dc.connectivity(edge_weights, 0.0)
         return sid, delta_s, method, conn, fit, len(fps)
 
-    def _raw_coherence(self, model: StoreModel, by_space: Mapping[int, Any], space: Any, fps: list,
+    def _raw_coherence(self, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, fps: list,
                        sims: np.ndarray, cluster_dists: Mapping[int, list], ranked: bool) -> tuple[float, float]:
         """(connectivity, cluster fit) of one space before they are ranked against the store. `ranked` (there is
         a leave-one-out sample to rank against, or this builds it): the closeness of the neighbourhood, unclipped,
         so nothing ties at a floor and an unrelated text ranks below the store's loosest memories, and the
-        weighted clustering coefficient of the memory with its 2nd-4th nearest (utl.delta_c); else the graded
+        weighted clustering coefficient of the memory with its 2nd-4th nearest (ranked_coherence); else the graded
         connectivity and the silhouette against the clusters' prototypes."""
-        sid, k = space.id, self.connectivity_neighbours
-        if ranked:  # as in connectivity, the single nearest left out: whether the memory restates one is ΔS's d₁
-            near, between = nearest_between(by_space, space, fps, sims, k, skip=1)
-            return dc.neighbourhood_closeness(sims, k), dc.weighted_clustering(near, between)
+        sid = space.id
+        if ranked:
+            return ranked_coherence(by_space, space, model.idf_of, fp, fps, sims, self.connectivity_neighbours)
         pairs = cluster_dists.get(sid, [])
         best = np.sort(clip_unit(np.asarray(sims, dtype=np.float64)))[::-1][: self.k]
         baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
