@@ -14,7 +14,8 @@ where L orders duplicate < paraphrase < new and unrelated < new; mean ΔC(new) �
 percentile span over the whole session; corr(C, r) over the session; the idle drift of r, C and IC; how many
 snapshots read identity "Critical". Writes benchmarks/results/<name>.json.
 
-Run:  .venv/bin/python benchmarks/utl_signals.py [--idle-s 60] [--name utl_signals]
+Run:  .venv/bin/python benchmarks/utl_signals.py [--idle-s 60] [--name utl_signals] [--fresh]
+(--fresh: the corpus's FRESH topics join the session as a third half; the store then differs from the plain run's.)
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "IC": cs["identity"]["continuity"], "IC_status": cs["identity"]["status"],
                     "lambda_s": meta["lambda_s"]}
 
-        script = [("seed", "seed", topic, text) for topic, text in corpus.stored()] + corpus.probes()
+        script = ([("seed", "seed", topic, text) for topic, text in corpus.stored(args.fresh)]
+                  + corpus.probes(args.fresh))
         for half, topic, kind, text in script:
             sc = await call("inject_context", {"content": text, "rationale": RATIONALE, "related_k": 3})
             app.services.storage.delta_sc.wait()  # the store model's background refit: deterministic runs
@@ -76,7 +78,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await anyio.sleep(args.idle_s)
         after = await engine()
         retrieval = {}
-        for topic, t in {**corpus.TUNE, **corpus.TEST}.items():
+        for topic, t in {**corpus.TUNE, **corpus.TEST, **(corpus.FRESH if args.fresh else {})}.items():
             found = await call("search_graph", {"query": str(t["new"]), "top_k": 5})
             retrieval[topic] = [r.get("content", "")[:60] for r in found.get("results", [])]
     app.close()
@@ -92,7 +94,7 @@ def _mean(values: list[float]) -> float:
 def summarise(out: dict[str, Any]) -> dict[str, Any]:
     steps = out["steps"]
     summary: dict[str, Any] = {}
-    for half in ("tune", "test"):
+    for half in [h for h in ("tune", "test", "fresh") if any(s["half"] == h for s in steps)]:
         rows = [s for s in steps if s["half"] == half]
         topics = sorted({s["topic"] for s in rows})
         by = {(s["topic"], s["kind"]): s for s in rows}
@@ -126,7 +128,7 @@ def summarise(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    for half in ("tune", "test"):
+    for half in [h for h in ("tune", "test", "fresh") if h in summary]:
         h = summary[half]
         print(f"{half}: {h['topics']} topics; L order dup < para < new, unrel < new in {h['L_order_share']:.0%}; "
               f"ΔC(new) − ΔC(unrelated) = {h['delta_c_new_minus_unrelated']:+.3f}")
@@ -145,6 +147,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--idle-s", type=float, default=60.0, help="seconds without operations between two readings")
     ap.add_argument("--name", default="utl_signals", help="result file name (benchmarks/results/<name>.json)")
+    ap.add_argument("--fresh", action="store_true", help="add the FRESH topics (a third check, its own session)")
     args = ap.parse_args()
     out = anyio.run(run, args)
     out["summary"] = summarise(out)

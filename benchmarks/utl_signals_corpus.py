@@ -145,19 +145,64 @@ TEST: dict[str, dict[str, object]] = {
     },
 }
 
+# A third check, only with `utl_signals.py --fresh`: two topics written on 2026-11-27 (issue 34, the ΔC gap) before
+# any run on them, in domains no other topic or unrelated probe touches. Never tuned on; adding them changes the
+# store every other probe is scored against, so their run is reported apart from the tune/test runs. Found on the
+# first run and left as written: tax-paperwork is the topic of bread's unrelated probe (tune: "The tax return is due
+# by the end of April"), which in a --fresh session is no longer unrelated (bread's ΔC gap 0.36 → −0.05 there).
+FRESH: dict[str, dict[str, object]] = {
+    "bicycle": {
+        "facts": (
+            "The chain on the commuter bike is cleaned and re-oiled every two weeks in winter because of the road "
+            "salt.",
+            "The rear tyre is pumped to 80 psi and the front to 75 psi for the ride to work.",
+            "Disc brake pads are replaced once the friction material is thinner than one and a half millimetres.",
+            "The bike is locked to the steel rack behind the office with a D-lock through the frame and the rear "
+            "wheel.",
+        ),
+        "duplicate": "The rear tyre is pumped to 80 psi and the front to 75 psi for the ride to work.",
+        "paraphrase": "Every fortnight during the winter months the chain gets degreased and lubricated again, since "
+                      "salt from the roads eats into it.",
+        "new": "The front derailleur needs its cable tension adjusted whenever the chain starts rubbing in the "
+               "largest gear.",
+        "unrelated": "The choir rehearses the second movement of the requiem on Thursday evenings in the church hall.",
+    },
+    "tax-paperwork": {
+        "facts": (
+            "Receipts for deductible work expenses are scanned and filed in a folder named after the tax year.",
+            "The tax return is due on the last day of July, and the accountant needs the documents by mid-May.",
+            "Quarterly advance payments for the freelance income are transferred on the tenth of March, June, "
+            "September and December.",
+            "Bank statements are kept for ten years, as the tax office may audit the self-employed for that long.",
+        ),
+        "duplicate": "Quarterly advance payments for the freelance income are transferred on the tenth of March, "
+                     "June, September and December.",
+        "paraphrase": "The accountant asks for every document by the middle of May so the return can be filed "
+                      "before the end of July.",
+        "new": "The home office counts as a deduction only for the share of the flat's floor area that is used for "
+               "work alone.",
+        "unrelated": "Glaciers in the Alps have lost more than half of their volume since the middle of the "
+                     "nineteenth century.",
+    },
+}
 
-def stored() -> list[tuple[str, str]]:
-    """(topic, fact) of every topic's facts, interleaved across both halves (as memories arrive)."""
-    topics = {**TUNE, **TEST}
+
+def _halves(fresh: bool) -> list[tuple[str, dict[str, dict[str, object]]]]:
+    return [("tune", TUNE), ("test", TEST)] + ([("fresh", FRESH)] if fresh else [])
+
+
+def stored(fresh: bool = False) -> list[tuple[str, str]]:
+    """(topic, fact) of every topic's facts, interleaved across the halves (as memories arrive)."""
+    topics = {name: t for _, half in _halves(fresh) for name, t in half.items()}
     facts = {name: tuple(t["facts"]) for name, t in topics.items()}  # type: ignore[arg-type]
     longest = max(len(f) for f in facts.values())
     return [(name, f[i]) for i in range(longest) for name, f in facts.items() if i < len(f)]
 
 
-def probes() -> list[tuple[str, str, str, str]]:
-    """(half, topic, kind, text) of every probe: topic after topic, alternating halves while both have topics
+def probes(fresh: bool = False) -> list[tuple[str, str, str, str]]:
+    """(half, topic, kind, text) of every probe: topic after topic, alternating halves while each has topics
     left, kinds in KINDS order."""
-    halves = [[("tune", t) for t in TUNE], [("test", t) for t in TEST]]
+    halves = [[(name, t) for t in half] for name, half in _halves(fresh)]
     order = [h[i] for i in range(max(map(len, halves))) for h in halves if i < len(h)]
-    topics = {**TUNE, **TEST}
+    topics = {name: t for _, half in _halves(fresh) for name, t in half.items()}
     return [(half, name, kind, str(topics[name][kind])) for half, name in order for kind in KINDS]

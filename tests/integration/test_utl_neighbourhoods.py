@@ -88,6 +88,9 @@ async def test_a_search_pulse_from_its_measured_similarities_equals_one_that_mea
     try:
         for text in TEXTS:
             await services.memory.store(NewMemory(text, "a memory for the neighbourhood test"))
+        # each store's UTL runs after its answer and folds into the coherence history that consistency reads: one
+        # landing between the two scores below made them differ (0.0005 in E1's ΔC)
+        await services.memory.settled()
         pipeline = await services.perception.pipeline()
         by_space = {e.space: e for e in pipeline.embedders}
         text = "why did the migration time out"

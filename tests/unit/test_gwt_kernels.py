@@ -289,5 +289,3 @@ def test_neighbourhood_closeness_leaves_out_the_single_nearest():
         [0.62, *topic], 3), abs=0.02)
     assert dc.neighbourhood_closeness([0.95, 0.6, 0.55, 0.5], 3) == pytest.approx(0.55)
     assert dc.neighbourhood_closeness([0.3], 3) == 0.3 and dc.neighbourhood_closeness([], 3) == -1.0
-    assert dc.cluster_closeness([[0.4, 0.6], [0.2, float("nan")]]) == pytest.approx(0.8)
-    assert math.isnan(dc.cluster_closeness([]))

@@ -2,7 +2,10 @@
 
     Connectivity  how far the memory's nearest neighbours stand above the similarity of unrelated memories
                   (`graded_connectivity`; `connectivity`: the mean similarity above a fixed threshold)
-    ClusterFit    a silhouette against the clusters of the stored memories, mapped to [0, 1] as
+    ClusterFit    (`weighted_clustering`) whether the memory's nearest neighbours form a cluster it fits: the
+                  weighted local clustering coefficient of the memory in the nearest-neighbour graph, ranked
+                  against the store as connectivity is (`store_standing`). Until the store has a leave-one-out
+                  sample to rank against, a silhouette against the clusters of the stored memories, mapped to [0, 1] as
                   (s + 1)/2: the memory joins the cluster it is closest to (mean distance a to that cluster's
                   prototype members), and s = (b − a)/max(a, b) with b that cluster's own separation — the mean,
                   over its members, of their mean distance to the nearest other cluster (`separations`). A
@@ -22,7 +25,7 @@ it neither rewards nor punishes what cannot be judged yet.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -104,15 +107,41 @@ def neighbourhood_closeness(similarities: Sequence[float] | np.ndarray, k: int) 
     return float(s[1 : k + 1].mean()) if s.size > 1 else float(s[0])
 
 
-def cluster_closeness(distances: Sequence[Sequence[float]]) -> float:
-    """1 − a, a the smallest mean distance to one cluster's prototypes (`distances[c]`, NaN skipped): how close
-    the memory stands to the stored topic nearest it. No usable cluster → NaN (not measurable)."""
-    best = math.inf
-    for d in distances:
-        v = np.asarray([x for x in np.asarray(d, dtype=np.float64).ravel() if math.isfinite(x)])
-        if v.size:
-            best = min(best, float(v.mean()))
-    return 1.0 - best if math.isfinite(best) else math.nan
+def weighted_jaccard(terms: Sequence[int] | np.ndarray, others: Sequence[Sequence[int] | np.ndarray],
+                     idf: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Per term set in `others`: Σ idf over the terms it shares with `terms` / Σ idf over the terms of either (0
+    when both are empty); each set holds unique term ids, as Sparse does. ΔC compares E6/E13 term sets so: a shared
+    rare term says more about a topic than a shared common word, which an unrelated text has as many of as a
+    related one. idf ≡ 1 → the plain Jaccard index. One membership test over all the others' terms at once."""
+    if not len(others):
+        return np.zeros(0)
+    a = np.asarray(terms, dtype=np.int64).ravel()
+    total = float(np.asarray(idf(a), dtype=np.float64).sum())
+    lengths = np.array([len(o) for o in others], dtype=np.int64)
+    flat = (np.concatenate([np.asarray(o, dtype=np.int64).ravel() for o in others]) if lengths.sum()
+            else np.zeros(0, dtype=np.int64))
+    owner = np.repeat(np.arange(len(others)), lengths)
+    weights = np.asarray(idf(flat), dtype=np.float64)
+    shared = np.bincount(owner, weights=weights * np.isin(flat, a), minlength=len(others))
+    union = total + np.bincount(owner, weights=weights, minlength=len(others)) - shared
+    return np.clip(np.divide(shared, union, out=np.zeros(len(others)), where=union > 0), 0.0, 1.0)  # rounding
+
+
+def weighted_clustering(similarities: Sequence[float] | np.ndarray, between: np.ndarray) -> float:
+    """How far the memory's nearest neighbours form a cluster it belongs to: the weighted local clustering
+    coefficient (Onnela et al. 2005) of the memory in the store's nearest-neighbour graph, the mean over neighbour
+    pairs j < l of ∛(wⱼ·wₗ·wⱼₗ), wⱼ its similarity to neighbour j (`similarities`), wⱼₗ theirs to each other
+    (`between`, symmetric), each clipped to [0, 1]. Neighbours on one topic that the memory is close to → high; an
+    unrelated text's nearest come from scattered topics, unlike each other → low, even where its similarity to
+    each is as high as a new fact's to its topic. Fewer than two neighbours (or NaN) → NaN (not measurable)."""
+    w = np.clip(np.nan_to_num(np.asarray(similarities, dtype=np.float64).ravel(), nan=-1.0), 0.0, 1.0).tolist()
+    n = len(w)
+    b = np.asarray(between, dtype=np.float64).reshape(n, n)
+    if n < 2 or not np.isfinite(b).all():
+        return math.nan
+    rows = np.clip(b, 0.0, 1.0).tolist()  # a handful of neighbours: plain floats beat numpy's per-call overhead
+    pairs = [(w[j] * w[m] * rows[j][m]) ** (1.0 / 3.0) for j in range(n) for m in range(j + 1, n)]
+    return sum(pairs) / len(pairs)
 
 
 def store_percentile(value: float, sample: Sequence[float] | np.ndarray) -> float:

@@ -9,10 +9,11 @@ order): the 2k nearest, the memory itself excluded (`exclude`). Then
          calibrated on the store's own leave-one-out distribution (utl.delta_s, utl.calibration): the store's
          typical memory scores 0.5, an exact duplicate ~0, one unlike anything stored → 1.
     ΔCᵢ  = 0.4·Connectivity + 0.4·ClusterFit + 0.2·Consistency (utl.delta_c): the closeness of the memory's
-         2nd-4th nearest and of its nearest cluster's prototypes (spherical k-means of E1; E12 uses E1's), each
-         standing against the store's leave-one-out values (median and MAD; raw until there is a sample), and
-         how consistent the operation's coherence is with the engine's recent ones. E8 with edges: its own
-         edge weights.
+         2nd-4th nearest and the weighted clustering coefficient of the memory with them (the cluster they form
+         and its fit with it), each standing against the store's leave-one-out values (median and MAD), and how
+         consistent the operation's coherence is with the engine's recent ones. E8 with edges: its own edge
+         weights. Before there is a leave-one-out sample: graded connectivity and a silhouette against the
+         prototypes of spherical k-means clusters of E1 (whose clusters also define the topics left out below).
     S, C the τ-weighted means over the content spaces (E2-E4, when a memory was stored, left out); C's weights
          also by how far each space's coherence sees topics in this store (StoreModel.coherence_weights).
     L    = wₑ · max(0, cos φ) · S^λ_S · C^λ_C (D22), φ the memory's own binding spread over the content spaces
@@ -40,7 +41,7 @@ import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
-from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, rank_within
+from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, rank_within, ranked_coherence
 from contextgraph.services.engine.delta_sc_result import DeltaSc, SpaceResult
 from contextgraph.services.engine.store_model import (
     EMPTY_MODEL,
@@ -162,7 +163,6 @@ class DeltaScComputer:
             known, df = np.unique(terms.astype(np.int64), return_counts=True)
             n = len(sample)
             idf[sid] = (known, np.log1p((n - df + 0.5) / (df + 0.5)), float(np.log1p((n + 0.5) / 0.5)))
-        partial = StoreModel(count, gaussian, idf, None, {}, 0)
         clusters = fit_clusters(store, by_space, seqs, sample, self.per_cluster, self.max_clusters)
         partial = StoreModel(count, gaussian, idf, clusters, {}, 0)
         # leave-one-out statistics of a sample of stored memories, each against the store without itself
@@ -194,7 +194,6 @@ class DeltaScComputer:
         """One stored memory's raw statistics against the store without `exclude`, appended per key (`suffix`
         after the coherence keys); `stats`: the ΔS statistics too."""
         ranked, neighbourhood = self._neighbours(store, indexes, fp, exclude, cache)
-        cluster_dists = cluster_distances(partial.clusters, by_space, fp, exclude, self.considered)
         for space in SPACES:
             fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
             if not fps:
@@ -203,7 +202,7 @@ class DeltaScComputer:
             if stats is not None:
                 for key, g in self._statistics(partial, by_space, space.id, fp, fps, sims).items():
                     stats.setdefault(key, []).append(g)
-            conn, fit = self._raw_coherence(partial, space.id, sims, cluster_dists, ranked=True)
+            conn, fit = self._raw_coherence(partial, by_space, space, fp, fps, sims, {}, ranked=True)
             coherence.setdefault(f"E{space.id}/connectivity{suffix}", []).append(conn)
             if math.isfinite(fit):
                 coherence.setdefault(f"E{space.id}/cluster_fit{suffix}", []).append(fit)
@@ -235,7 +234,9 @@ class DeltaScComputer:
         timings = {"neighbours": _ms(started)}
         model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
         timings["model"] = _ms(started) - timings["neighbours"]
-        cluster_dists = cluster_distances(model.clusters, by_space, fingerprint, exclude, self.considered)
+        # the prototypes' silhouette only until there is a leave-one-out sample (ClusterFit's triangles after)
+        cluster_dists = ({} if model.coherence else
+                         cluster_distances(model.clusters, by_space, fingerprint, exclude, self.considered))
         partial = []
         for space in SPACES:
             fps = [neighbourhood[seq] for seq in ranked[space.id] if seq in neighbourhood]
@@ -290,7 +291,8 @@ class DeltaScComputer:
             sims = space_similarities(by_space, space, fp, fps)
         stats = self._statistics(model, by_space, sid, fp, fps, sims)
         delta_s, method = self._novelty(store, model, sid, stats, triples, own_triples, len(fps))
-        conn, fit = self._raw_coherence(model, sid, sims, cluster_dists, ranked=bool(model.coherence))
+        conn, fit = self._raw_coherence(model, by_space, space, fp, fps, sims, cluster_dists,
+                                        ranked=bool(model.coherence))
         # ranked among the store's own leave-one-out memories, as ΔS is calibrated (docs/utl.md#coherence): an
         # unrelated text is less connected than every stored memory, whatever the space's raw scale
         conn = model.coherence_standing(f"E{sid}/connectivity", conn)
@@ -299,16 +301,17 @@ class DeltaScComputer:
             conn = dc.connectivity(edge_weights, 0.0)
         return sid, delta_s, method, conn, fit, len(fps)
 
-    def _raw_coherence(self, model: StoreModel, sid: int, sims: np.ndarray,
-                       cluster_dists: Mapping[int, list], ranked: bool) -> tuple[float, float]:
+    def _raw_coherence(self, model: StoreModel, by_space: Mapping[int, Any], space: Any, fp: Fingerprint, fps: list,
+                       sims: np.ndarray, cluster_dists: Mapping[int, list], ranked: bool) -> tuple[float, float]:
         """(connectivity, cluster fit) of one space before they are ranked against the store. `ranked` (there is
-        a leave-one-out sample to rank against, or this builds it): the statistics ranked are the closeness of
-        the neighbourhood and of the nearest cluster (utl.delta_c), unclipped, so nothing ties at a floor and an
-        unrelated text ranks below the store's loosest memories; else the graded connectivity and silhouette."""
-        pairs = cluster_dists.get(sid, [])
+        a leave-one-out sample to rank against, or this builds it): the closeness of the neighbourhood, unclipped,
+        so nothing ties at a floor and an unrelated text ranks below the store's loosest memories, and the
+        weighted clustering coefficient of the memory with its 2nd-4th nearest (ranked_coherence); else the graded
+        connectivity and the silhouette against the clusters' prototypes."""
+        sid = space.id
         if ranked:
-            closeness = dc.cluster_closeness([d for d, _ in pairs]) if pairs else math.nan
-            return dc.neighbourhood_closeness(sims, self.connectivity_neighbours), closeness
+            return ranked_coherence(by_space, space, model.idf_of, fp, fps, sims, self.connectivity_neighbours)
+        pairs = cluster_dists.get(sid, [])
         best = np.sort(clip_unit(np.asarray(sims, dtype=np.float64)))[::-1][: self.k]
         baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None
         conn = dc.graded_connectivity(best, self.connect if baseline is None else baseline)

@@ -11,18 +11,21 @@ rank_within       a pool the caller already holds, ranked per space by the space
                   the memories it answers with, so the index searches and the neighbourhood read (most of the
                   UTL's cost) are skipped, and ΔS/ΔC say how novel the query is against its answer and how
                   coherent that answer is around it; retrieval has measured their similarities to the query
+ranked_coherence  connectivity and ClusterFit (the weighted clustering coefficient of the memory with its nearest,
+                  nearest_between) before they stand against the store; E6/E13 by idf-weighted term overlap
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.fingerprint import SPACES, Fingerprint, sparse
 from contextgraph.retrieval.similarity import space_similarities
 from contextgraph.storage.indexes import INDEXED_SPACES
+from contextgraph.utl import delta_c as dc
 
 LATE_INTERACTION, SEMANTIC = 12, 1
 SPARSE_SPACES = (6, 13)
@@ -79,3 +82,40 @@ def rank_within(by_space: Mapping[int, Any], fingerprint: Fingerprint, pool: Map
         scores[space.id] = sims[best]
     ranked[LATE_INTERACTION] = ranked[SEMANTIC]
     return ranked, kept, scores
+
+
+def nearest_between(similar: Callable[[Fingerprint, list[Fingerprint]], np.ndarray], fps: list[Fingerprint],
+                    sims: np.ndarray, k: int, skip: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The `k` nearest of `fps` by `sims` (the memory's similarities to them) after the `skip` nearest: those
+    similarities, best first, and the neighbours' similarities to each other by `similar` (one against a list) [k, k]
+    (diagonal 1), the triangles ClusterFit weighs (utl.delta_c.weighted_clustering). k − 1 calls of `similar`: each
+    neighbour against the ones after it."""
+    s = np.nan_to_num(np.asarray(sims, dtype=np.float64).ravel(), nan=-1.0)
+    order = np.argsort(-s, kind="stable")[skip : skip + max(k, 0)]
+    near = [fps[i] for i in order.tolist()]
+    between = np.eye(len(near))
+    for j in range(len(near) - 1):
+        between[j, j + 1 :] = between[j + 1 :, j] = similar(near[j], near[j + 1 :])
+    return s[order], between
+
+
+def ranked_coherence(by_space: Mapping[int, Any], space: Any, idf_of: Callable[[int, np.ndarray], np.ndarray],
+                     fp: Fingerprint, fps: list[Fingerprint], sims: np.ndarray, k: int) -> tuple[float, float]:
+    """(connectivity, ClusterFit) of `fp` in one space before they stand against the store's leave-one-out values:
+    the closeness of its 2nd to (k+1)-th nearest and its weighted clustering coefficient with them (utl.delta_c),
+    the single nearest left out of both (whether the memory restates one is ΔS's d₁). `sims`: its similarities to
+    `fps` in the space's own measure; E6/E13 compare term sets idf-weighted instead (`idf_of(space, terms)`, the
+    store model's idf; utl.delta_c.weighted_jaccard)."""
+    if space.id in SPARSE_SPACES:
+        sid = space.id
+
+        def similar(a: Fingerprint, bs: list[Fingerprint]) -> np.ndarray:
+            return dc.weighted_jaccard(sparse(a[sid]).indices, [sparse(b[sid]).indices for b in bs],
+                                       lambda t: idf_of(sid, t))
+
+        sims = similar(fp, fps)
+    else:
+        def similar(a: Fingerprint, bs: list[Fingerprint]) -> np.ndarray:
+            return space_similarities(by_space, space, a, bs)
+    near, between = nearest_between(similar, fps, sims, k, skip=1)
+    return dc.neighbourhood_closeness(sims, k), dc.weighted_clustering(near, between)

@@ -1,6 +1,7 @@
 """The samples of the store that the store model is fitted on: fingerprints drawn uniformly over sequence
-numbers, the clusters of E1 vectors whose prototype members ΔC's cluster fit measures against, and a memory's
-distances to the clusters nearest it."""
+numbers, the clusters of E1 vectors (the topics the coherence weights' second leave-one-out pass leaves out, and
+the prototypes of ΔC's fallback silhouette before there is a leave-one-out sample), and a memory's distances to
+the clusters nearest it."""
 
 from __future__ import annotations
 

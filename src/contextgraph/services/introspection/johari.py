@@ -93,7 +93,7 @@ async def classify_memory(storage: StoreHandle, perception: Perception, cognitio
         "consistency": round(result.consistency, 4),
         "threshold": threshold,
         "method": ("ΔS per space by its method (see per_space[].method) against the store, the memory excluded; "
-                   "ΔC = 0.4·Connectivity + 0.4·ClusterFit (local silhouette: the k nearest vs the next k) + "
+                   "ΔC = 0.4·Connectivity + 0.4·ClusterFit (the clustering coefficient with the nearest) + "
                    "0.2·Consistency (1 − variance of recent coherence); confidence = distance of the nearer of "
                    "ΔS, ΔC from the threshold, scaled to [0, 1]"),
     }
