@@ -101,17 +101,19 @@ class IndexSet:
         """search() in several spaces ({space: query} → {space: hits}) after one catch-up, under one read lock."""
         return self._search_many(queries, k, max_df, False, bm25)
 
-    def nearest_many(self, queries: Mapping[int, Vector], k: int,
-                     max_df: float = 1.0) -> dict[int, list[tuple[int, float]]]:
+    def nearest_many(self, queries: Mapping[int, Vector], k: int, max_df: float = 1.0,
+                     dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
         """search_many() for the UTL's neighbourhood, which asks every indexed space about the same memory and
         keeps only the order: E2-E4 rank and score by the timeline's closeness, the stand-in its walk orders by
         (E3's is the cosine to ~1e-3, E2's and E4's order like it), instead of re-scoring a pool four times larger
         on vectors made for it (at 1K memories 0.8-1.0 → ~0.2 ms a space, most of a neighbourhood's cost beyond
-        its reads)."""
-        return self._search_many(queries, k, max_df, True, {})
+        its reads). `dropped`: how many of the `k` the caller leaves out (the memory itself, or its topic); E8
+        and E10 re-score max(64, 4·(k − dropped)) + dropped candidates, not four times them all (the
+        leave-one-out's pass without a topic of 60 read 300 memories' vectors for 16 neighbours)."""
+        return self._search_many(queries, k, max_df, True, {}, dropped)
 
     def _search_many(self, queries: Mapping[int, Vector], k: int, max_df: float, closeness: bool,
-                     bm25: Mapping[str, float]) -> dict[int, list[tuple[int, float]]]:
+                     bm25: Mapping[str, float], dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
         if bad := [space for space in queries if space not in INDEXED_SPACES]:
             raise ValueError(f"E{bad[0]} has no index (E12 is scored per candidate from the store)")
         if self.store is not None:
@@ -128,16 +130,17 @@ class IndexSet:
                 elif closeness and isinstance(index, TimelineIndex):
                     out[space] = index.nearest(dense(query), k)
                 elif isinstance(index, TimelineIndex | BorrowedIndex):
-                    pools[space] = self._pool(index, dense(query), k)
+                    pools[space] = self._pool(index, dense(query), k, dropped)
                 else:
                     out[space] = index.search(dense(query), k)
             if pools:
                 out.update(self._rescore({space: dense(queries[space]) for space in pools}, pools, k))
         return out
 
-    def _pool(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray, k: int) -> list[int]:
-        """A derived space's candidates for its k nearest: max(64, 4k) of them."""
-        size = max(_POOL_MIN, _POOL_FACTOR * k) if k > 0 else 0
+    def _pool(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray, k: int, dropped: int = 0) -> list[int]:
+        """A derived space's candidates for its k nearest: max(64, 4k) of them, or max(64, 4(k − dropped)) +
+        dropped when the caller leaves `dropped` of them out."""
+        size = max(_POOL_MIN, _POOL_FACTOR * (k - dropped)) + dropped if k > 0 else 0
         if isinstance(index, TimelineIndex):
             return index.pool(query, size)
         leader = self._indexes.get(index.leader)

@@ -484,3 +484,27 @@ def test_nearest_many_differs_from_search_many_only_in_the_timeline_spaces(tmp_p
         for space in timeline:
             assert near[space] == indexes._indexes[space].nearest(query[space], 10)
             assert len(near[space]) == 10 and near[space][0][0] == 7  # itself first: no gap on any axis
+
+
+@pytest.mark.parametrize("max_df", [1.0, 0.3])
+def test_one_search_gives_both_leave_one_out_neighbourhoods(tmp_path, max_df):
+    """index_neighbours_twice (the refit's two leave-one-out passes from one search) equals two index_neighbours
+    calls: without the memory itself, and without its whole topic; E6/E13 fall back to all their terms exactly
+    where one call would (max_df 0.3 on this store trims most terms). E8/E10 re-score one larger pool for both
+    passes (it may hold nearer memories for the first; on this store it does not)."""
+    from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, index_neighbours_twice
+
+    rng = np.random.default_rng(13)
+    with LmdbStore(tmp_path / "db") as store:
+        seqs = [r.seq for r in _fill(store, rng, 150)]
+        indexes = IndexSet(store, ef_search=400)  # HNSW exact on 150 memories: a difference is the logic's
+        for own in seqs[::37]:
+            fp = store.fingerprints([own])[0]
+            topic = frozenset(rng.choice(seqs, 25, replace=False).tolist()) | {own}
+            both, off = index_neighbours_twice(store, indexes, fp, own, topic, 16, max_df, cache={})
+            assert off is not None
+            for twice, once in ((both, index_neighbours(store, indexes, fp, frozenset({own}), 16, max_df)),
+                                (off, index_neighbours(store, indexes, fp, topic, 16, max_df))):
+                assert twice[0] == once[0] and set(twice[1]) == set(once[1])  # the ranks; the fingerprints read
+            alone, none = index_neighbours_twice(store, indexes, fp, own, None, 16, max_df)
+            assert none is None and alone[0] == both[0]

@@ -41,7 +41,7 @@ import numpy as np
 
 from contextgraph.fingerprint import SPACES, Fingerprint, dense, sparse
 from contextgraph.retrieval.similarity import space_similarities
-from contextgraph.services.engine.delta_sc_neighbours import index_neighbours, rank_within, ranked_coherence
+from contextgraph.services.engine import delta_sc_neighbours as nbr
 from contextgraph.services.engine.delta_sc_result import DeltaSc, SpaceResult
 from contextgraph.services.engine.store_model import (
     EMPTY_MODEL,
@@ -179,21 +179,22 @@ class DeltaScComputer:
             fp = cache.get(seq)
             if fp is None:
                 continue
-            self._loo(store, indexes, by_space, partial, fp, frozenset({seq}), cache, coherence, "", stats)
-            if seq in topics:
-                self._loo(store, indexes, by_space, partial, fp, topics[seq], cache, coherence, "/off")
+            own, off = nbr.index_neighbours_twice(store, indexes, fp, seq, topics.get(seq), 2 * self.k,
+                                                  self.sparse_max_df, cache)
+            self._loo(by_space, partial, fp, own, coherence, "", stats)
+            if off is not None:
+                self._loo(by_space, partial, fp, off, coherence, "/off")
         calibration = {key: cal.fit_calibration(v, self.prior_weight, self.slope_bounds) for key, v in stats.items()}
         ref_seqs = seqs if len(seqs) <= self.reference_size else sorted(rng.sample(seqs, self.reference_size))
         reference = tuple(f for f in store.fingerprints(ref_seqs) if f is not None)
         return StoreModel(count, gaussian, idf, clusters, calibration, len(loo_seqs), quick=reduced,
                           reference=reference, coherence={k: np.sort(v) for k, v in coherence.items()})
 
-    def _loo(self, store: MemoryStore, indexes: SearchIndexes, by_space: Mapping[int, Any], partial: StoreModel,
-             fp: Fingerprint, exclude: frozenset[int], cache: dict[int, Fingerprint], coherence: dict[str, list[float]],
-             suffix: str, stats: dict[str, list[float]] | None = None) -> None:
-        """One stored memory's raw statistics against the store without `exclude`, appended per key (`suffix`
-        after the coherence keys); `stats`: the ΔS statistics too."""
-        ranked, neighbourhood = self._neighbours(store, indexes, fp, exclude, cache)
+    def _loo(self, by_space: Mapping[int, Any], partial: StoreModel, fp: Fingerprint, found: nbr.Neighbourhood,
+             coherence: dict[str, list[float]], suffix: str, stats: dict[str, list[float]] | None = None) -> None:
+        """One stored memory's raw statistics against its neighbourhood `found` in a store without it (or without
+        its topic), appended per key (`suffix` after the coherence keys); `stats`: the ΔS statistics too."""
+        ranked, neighbourhood = found
         for space in SPACES:
             fps = [neighbourhood[s] for s in ranked[space.id] if s in neighbourhood]
             if not fps:
@@ -208,10 +209,6 @@ class DeltaScComputer:
                 coherence.setdefault(f"E{space.id}/cluster_fit{suffix}", []).append(fit)
 
     # -- one computation ---------------------------------------------------------------------------------------
-    def _neighbours(self, store: MemoryStore, indexes: SearchIndexes, fingerprint: Fingerprint, exclude: frozenset[int],
-                    cache: dict[int, Fingerprint] | None = None) -> tuple[dict[int, list[int]], dict[int, Fingerprint]]:
-        return index_neighbours(store, indexes, fingerprint, exclude, 2 * self.k, self.sparse_max_df, cache)
-
     def compute(self, store: MemoryStore, indexes: SearchIndexes, embedders: Sequence[Any], fingerprint: Fingerprint, *,
                 coherence_history: Sequence[float], emotional_weight: float = 1.0,
                 exclude: frozenset[int] = frozenset(), edge_weights: Sequence[float] = (),
@@ -227,9 +224,10 @@ class DeltaScComputer:
         by_space = {e.space: e for e in embedders}
         known: dict[int, np.ndarray] = {}  # per space, the similarities of its ranked neighbours when known
         if pool is None:
-            ranked, neighbourhood = self._neighbours(store, indexes, fingerprint, exclude)
+            ranked, neighbourhood = nbr.index_neighbours(store, indexes, fingerprint, exclude, 2 * self.k,
+                                                         self.sparse_max_df)
         else:
-            ranked, neighbourhood, known = rank_within(by_space, fingerprint, pool, 2 * self.k, exclude,
+            ranked, neighbourhood, known = nbr.rank_within(by_space, fingerprint, pool, 2 * self.k, exclude,
                                                        pool_similarities)
         timings = {"neighbours": _ms(started)}
         model = self.model(store, indexes, by_space) if neighbourhood else EMPTY_MODEL
@@ -310,7 +308,7 @@ class DeltaScComputer:
         connectivity and the silhouette against the clusters' prototypes."""
         sid = space.id
         if ranked:
-            return ranked_coherence(by_space, space, model.idf_of, fp, fps, sims, self.connectivity_neighbours)
+            return nbr.ranked_coherence(by_space, space, model.idf_of, fp, fps, sims, self.connectivity_neighbours)
         pairs = cluster_dists.get(sid, [])
         best = np.sort(clip_unit(np.asarray(sims, dtype=np.float64)))[::-1][: self.k]
         baseline = model.clusters.baseline.get(sid) if model.clusters is not None else None

@@ -36,17 +36,55 @@ def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude
                      sparse_max_df: float, cache: dict[int, Fingerprint] | None = None) -> Neighbourhood:
     """The `want` nearest of every indexed space, `exclude` left out, and the fingerprints of their union (read
     once; `cache`, when given, keeps them across calls: the leave-one-out loop)."""
-    queries = {space: fingerprint[space] for space in INDEXED_SPACES}
-    many = getattr(indexes, "nearest_many", None)
-    found = (many(queries, want + len(exclude), sparse_max_df) if many is not None else
-             {space: indexes.search(space, q, want + len(exclude), sparse_max_df) for space, q in queries.items()})
-    for space in SPARSE_SPACES:  # a small store has every term in more than max_df of it: then ask for all terms
-        if space in found and len(found[space]) < want + len(exclude) and sparse_max_df < 1.0:
-            found[space] = indexes.search(space, queries[space], want + len(exclude), 1.0)
-    ranked = {space: [seq for seq, _ in hits if seq not in exclude][:want] for space, hits in found.items()}
-    ranked[LATE_INTERACTION] = ranked[SEMANTIC]
-    # one read of every neighbour's whole fingerprint: the spaces share most neighbours, and inject_context
-    # ranks its related memories from this same neighbourhood (Retriever.rank) without reading it again
+    hits = _Hits(indexes, fingerprint, want, len(exclude), sparse_max_df)
+    return _read(store, hits.ranked(exclude, want), cache)
+
+
+def index_neighbours_twice(store: Any, indexes: Any, fingerprint: Fingerprint, own: int,
+                           topic: frozenset[int] | None, want: int, sparse_max_df: float,
+                           cache: dict[int, Fingerprint] | None = None) -> tuple[Neighbourhood, Neighbourhood | None]:
+    """index_neighbours of a stored memory without itself (`own`) and without its whole topic (`topic`, which
+    holds it; None: not asked): the leave-one-out's two passes, from one search of every index. Each pass's hits
+    are a prefix of the larger search's (HNSW's to its recall), and E6/E13 fall back to all terms just where
+    index_neighbours alone would, so both are what two calls gave, for the cost of one; but E8/E10, re-scored
+    from one pool large enough for both passes, may find nearer ones for the first."""
+    everything = frozenset({own}) | (topic or frozenset())
+    hits = _Hits(indexes, fingerprint, want, len(everything), sparse_max_df)
+    own_pass = _read(store, hits.ranked(frozenset({own}), want), cache)
+    return own_pass, (None if topic is None else _read(store, hits.ranked(everything, want), cache))
+
+
+class _Hits:
+    """Every indexed space's `want` + `dropped` nearest of a fingerprint, searched once (E2-E4 by closeness:
+    nearest_many), and E6/E13's over all their terms when a pass needs more hits than the common terms left (a
+    small store, where every term is in more than max_df of it), searched once more if so."""
+
+    def __init__(self, indexes: Any, fingerprint: Fingerprint, want: int, dropped: int, max_df: float) -> None:
+        k = want + dropped  # `dropped` of them the passes leave out
+        self.indexes, self.k, self.max_df = indexes, k, max_df
+        self.queries = {space: fingerprint[space] for space in INDEXED_SPACES}
+        many = getattr(indexes, "nearest_many", None)
+        self.found = (many(self.queries, k, max_df, dropped) if many is not None else
+                      {space: indexes.search(space, q, k, max_df) for space, q in self.queries.items()})
+        self._all_terms: dict[int, list[tuple[int, float]]] = {}
+
+    def ranked(self, exclude: frozenset[int], want: int) -> dict[int, list[int]]:
+        k = want + len(exclude)  # what index_neighbours asks each index for, with this `exclude`
+        out = {}
+        for space, hits in self.found.items():
+            if space in SPARSE_SPACES and len(hits) < k and self.max_df < 1.0:
+                if space not in self._all_terms:
+                    self._all_terms[space] = self.indexes.search(space, self.queries[space], self.k, 1.0)
+                hits = self._all_terms[space]
+            out[space] = [seq for seq, _ in hits[:k] if seq not in exclude][:want]
+        out[LATE_INTERACTION] = out[SEMANTIC]
+        return out
+
+
+def _read(store: Any, ranked: dict[int, list[int]], cache: dict[int, Fingerprint] | None) -> Neighbourhood:
+    """The ranked neighbours' fingerprints: one read of their union (the spaces share most neighbours, and
+    inject_context ranks its related memories from this same neighbourhood, Retriever.rank, without reading it
+    again); from `cache`, and into it, when given."""
     union = list(dict.fromkeys(seq for seqs in ranked.values() for seq in seqs))
     if cache is None:
         return ranked, {seq: fp for seq, fp in zip(union, store.fingerprints(union)) if fp is not None}
