@@ -14,13 +14,18 @@ Methods (each re-scores the same candidates; nothing new is fetched):
   e12       stage 5's MaxSim rerank of the fused head (rerank_weight > 0, head 10-50), and a symmetric MaxSim
             (mean of query→doc and doc→query) in place of E12's score in stage 3, and E12's MaxSim as a stage-3
             score weight (score-level fusion, as E6's and E7's)
+  e12_full  (--full-states) E12's MaxSim over every content token's last hidden state (not only the 48 rarest, not
+            projected: what E12 does not store today), in stage 3 and as the rerank; e12_full128 the same tokens
+            through E12's own projection to 128-d
 Every parameter is chosen on the prose tune half (objective nDCG@10 + R@10, the benchmark's), the code tune half only
 reported; the test halves are scored once, for the chosen settings, with paired-bootstrap 95% intervals against
 the constitution's fusion. A method is kept only if its prose test gain's interval is above zero and code's test
 nDCG@10 falls by no more than 0.003.
 
-Run:  .venv/bin/python benchmarks/bench_query_feedback.py   (~10 min on 2 busy cores: the fingerprints from the
-cache, the pools from learn_fusion's pickle; run learn_fusion.py once first if it is missing)
+Run:  .venv/bin/python benchmarks/bench_query_feedback.py [--full-states] [--methods e12_full,...] [--name NAME]
+(~5 min on 2 busy cores: the fingerprints from the cache, the pools from learn_fusion's pickle, which
+learn_fusion.py writes on its first run; --full-states runs the transformer over both corpora once, ~3 min, then
+each of its trials takes ~0.5-1.5 min)
 """
 
 from __future__ import annotations
@@ -63,9 +68,41 @@ class Corpus:
     idf: np.ndarray  # E6 BM25 idf per term id (the corpus's statistics)
     avgdl: float
     first_seq: int
+    full_docs: list[np.ndarray] | None = None  # --full-states: every content token's 384-d state, unit rows
+    full_queries: list[np.ndarray] | None = None
 
 
-def load(names: Sequence[str], log: Callable[[str], None]) -> tuple[list[Corpus], RetrievalSettings]:
+def full_states(name: str, texts: Sequence[str], backbone: Any, log: Callable[[str], None]) -> list[np.ndarray]:
+    """Every content token's last hidden state (E12's kept_tokens without its 48-token limit and without its
+    projection to 128-d), unit rows in float16; cached beside the fingerprints."""
+    import hashlib
+    import pickle
+
+    from _corpora import CACHE_DIR
+
+    from contextgraph.embedders.e12_late_interaction import kept_tokens
+    from contextgraph.vectors import l2_normalize
+
+    key = hashlib.sha256("\0".join(texts).encode() + backbone.model_name.encode()).hexdigest()[:16]
+    path = CACHE_DIR / f"{name}-e12full-{key}.pkl"
+    if path.exists():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    out: list[np.ndarray] = []
+    t0 = perf()
+    for lo in range(0, len(texts), 64):
+        for enc in backbone.encode(texts[lo: lo + 64]):
+            keep = kept_tokens(enc, limit=10**6)
+            states = enc.states[keep] if len(keep) else enc.states.mean(axis=0, keepdims=True)
+            out.append(l2_normalize(states).astype(np.float16))
+        log(f"[{name}] full token states {lo + 64}/{len(texts)} ({perf() - t0:.0f} s)")
+    with open(path, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return out
+
+
+def load(names: Sequence[str], log: Callable[[str], None],
+         with_states: bool = False) -> tuple[list[Corpus], RetrievalSettings]:
     from _workload import bench_settings
 
     from contextgraph.embedders.pipeline import build_pipeline
@@ -89,6 +126,11 @@ def load(names: Sequence[str], log: Callable[[str], None]) -> tuple[list[Corpus]
         out.append(Corpus(bn, dense, e6, [fp[SPARSE] for fp in emb.queries], [fp[LATE] for fp in emb.docs],
                           [fp[LATE] for fp in emb.queries], idf, avgdl, int(bn.relevant[0])))
         bn.queries = emb.queries  # type: ignore[attr-defined]
+        if with_states:
+            out[-1].full_docs = full_states(f"{bn.name}-docs", [it.document for it in data.items],
+                                            pipeline.backbone, log)
+            out[-1].full_queries = full_states(f"{bn.name}-queries", [it.query for it in data.items],
+                                               pipeline.backbone, log)
         log(f"[{bn.name}] {n} docs' vectors loaded")
     return out, base
 
@@ -199,9 +241,29 @@ def symmetric_maxsim() -> Method:
     return apply
 
 
+def full_maxsim(projected: bool = False) -> Method:
+    """E12's score replaced by MaxSim over every content token's state (--full-states): unprojected (384-d), or
+    through E12's own projection to 128-d (`projected`: only the 48-token limit lifted)."""
+    from contextgraph.embedders.e12_late_interaction import maxsim, projection
+    from contextgraph.vectors import l2_normalize
+
+    proj = projection(384) if projected else None
+
+    def vectors(x: np.ndarray) -> np.ndarray:
+        return x if proj is None else l2_normalize(x.astype(np.float32) @ proj)
+
+    def apply(c: Corpus, i: int, docs: np.ndarray, scores: dict[int, np.ndarray],
+              fused: np.ndarray) -> dict[int, np.ndarray]:
+        assert c.full_docs is not None and c.full_queries is not None
+        return {LATE: maxsim(vectors(c.full_queries[i]),
+                             [vectors(c.full_docs[d]) for d in docs.tolist()]).astype(np.float64)}
+    return apply
+
+
 # --- tuning on the prose tune half ---------------------------------------------------------------------------------
 
-def grid(base: RetrievalSettings) -> dict[str, list[tuple[str, RetrievalSettings, Method | None]]]:
+def grid(base: RetrievalSettings, with_states: bool = False
+         ) -> dict[str, list[tuple[str, RetrievalSettings, Method | None]]]:
     e6 = base.bm25.get(SPARSE, {"k1": 1.2, "b": 0.75})
     g: dict[str, list[tuple[str, RetrievalSettings, Method | None]]] = {"rocchio": [], "prf_term": [], "rm3": [],
                                                                         "e12": []}
@@ -226,6 +288,16 @@ def grid(base: RetrievalSettings) -> dict[str, list[tuple[str, RetrievalSettings
     for w in (0.1, 0.2, 0.4, 0.8):
         g["e12"].append((f"e12 score weight {w} in stage 3",
                          dataclasses.replace(base, score_weights={**base.score_weights, LATE: w}), None))
+    if with_states:
+        g["e12_full"] = [("e12 full states in stage 3", base, full_maxsim())]
+        for head in (20, 50):
+            for w in (0.1, 0.2, 0.3, 0.5):
+                g["e12_full"].append((f"e12 full states, rerank head {head} w {w}",
+                                      dataclasses.replace(base, rerank_head=head, rerank_weight=w), full_maxsim()))
+        g["e12_full128"] = [("e12 all tokens at 128-d in stage 3", base, full_maxsim(True))]
+        for w in (0.2, 0.3, 0.5):
+            g["e12_full128"].append((f"e12 all tokens at 128-d, rerank head 20 w {w}",
+                                     dataclasses.replace(base, rerank_head=20, rerank_weight=w), full_maxsim(True)))
     return g
 
 
@@ -245,14 +317,17 @@ def replay_cost(c: Corpus, base: RetrievalSettings, s: RetrievalSettings, method
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--name", default="query_feedback")
-    ap.add_argument("--methods", default="rocchio,prf_term,rm3,e12")
+    ap.add_argument("--methods", default="rocchio,prf_term,rm3,e12,e12_full,e12_full128")
+    ap.add_argument("--full-states", action="store_true",
+                    help="also E12 over every content token's unprojected state (runs the transformer over both "
+                         "corpora once, ~10 min, then cached)")
     args = ap.parse_args(argv)
 
     def log(m: str) -> None:
         print(m, flush=True)
 
     started = perf()
-    corpora, base = load(("code", "prose"), log)
+    corpora, base = load(("code", "prose"), log, args.full_states)
     by = {c.bench.name: c for c in corpora}
     prose, code = by["prose"], by["code"]
     tune = prose.bench.halves["tune"]
@@ -262,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"code test {metrics(before['code']['test'])}")
     results: dict[str, Any] = {"constitution": {n: {h: metrics(r) for h, r in v.items()} for n, v in before.items()},
                                "methods": {}}
-    for family, trials in grid(base).items():
+    for family, trials in grid(base, args.full_states).items():
         if family not in args.methods.split(","):
             continue
         t0 = perf()
