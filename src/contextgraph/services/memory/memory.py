@@ -113,16 +113,24 @@ class MemoryService:
         fingerprint = await self.perception.embed_query(query, modality or "text")
         embed_ms = round((time.perf_counter() - started) * 1000, 3)  # with the wait for its batch
 
-        def run() -> Searched:
+        def run() -> tuple[Searched, DeltaSc]:
             retrieval = self.retriever(pipeline).run(fingerprint, top_k, min_similarity=min_similarity,
                                                       modality=modality, causal_direction=query_direction(query),
                                                       query_text=query,  # what kind of query (time, code, prose)
                                                       stage4=stage4)
-            return Searched(query, retrieval, breakdown, embed_ms, relevance_floor=self.relevance_floor)
+            # D16: the query's novelty against its answer, and the answer's coherence, move the pulse. Scored
+            # here, ~6-8 ms: after the answer it ran beside the next search on two cores and cost that search
+            # more than it saved (docs/engine.md#after-the-answer)
+            answer = {f.record.seq: f.fingerprint for f in retrieval.found}  # as stage 3 read them
+            # and their similarities to the query, measured by retrieval for the agreements: not measured again
+            measured = {f.record.seq: f.similarities for f in retrieval.found if f.similarities is not None}
+            utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer,
+                                        pool_similarities=measured)
+            return Searched(query, retrieval, breakdown, embed_ms, relevance_floor=self.relevance_floor), utl
 
-        searched = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
+        searched, utl = await anyio.to_thread.run_sync(run, limiter=self.perception.reads)
         # what the search tells the engine, after the answer and in order with the other operations' work
-        await self.handle.after_answer.run(lambda: self._searched(pipeline, fingerprint, searched), "after search")
+        await self.handle.after_answer.run(lambda: self._searched(utl, fingerprint, searched), "after search")
         await self.handle.save_engine_after_commit()  # the competition's events, at most once per interval
         # access counts are bookkeeping, gathered and written in a batch now and then (runtime/access_counts.py)
         self.handle.count_accesses([f.record.seq for f in searched.retrieval.found])
@@ -133,16 +141,10 @@ class MemoryService:
         await self.handle.settled()
 
     # -- internals -------------------------------------------------------------------------------------------
-    def _searched(self, pipeline: FingerprintPipeline, fingerprint: Fingerprint, searched: Searched) -> None:
-        """What a search tells the engine (the handle's worker thread): its pulse score (D16: the query's novelty
-        against its answer and the answer's coherence) is folded in, its results compete for the workspace, the
-        listeners hear."""
+    def _searched(self, utl: DeltaSc, fingerprint: Fingerprint, searched: Searched) -> None:
+        """What a search tells the engine (the handle's worker thread): its pulse score is folded in, its results
+        compete for the workspace, the listeners hear."""
         retrieval = searched.retrieval
-        answer = {f.record.seq: f.fingerprint for f in retrieval.found}  # as stage 3 read them
-        # and their similarities to the query, measured by retrieval for the agreements: not measured again
-        measured = {f.record.seq: f.similarities for f in retrieval.found if f.similarities is not None}
-        utl = operation_pulse.score(self.handle, pipeline.embedders, fingerprint, pool=answer,
-                                    pool_similarities=measured)
         operation_pulse.fold(self.handle, [utl])
         self._compete(fingerprint, retrieval)
         for hook in self.listeners.after_search:
