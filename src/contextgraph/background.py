@@ -1,16 +1,20 @@
-"""Threads whose work nobody waits for run at a lower CPU priority (docs/engine.md#after-the-answer).
+"""Threads whose work no caller waits for run at a lower CPU priority (docs/engine.md#after-the-answer).
 
-The work after an answer (the UTL, the engine's record, listeners), the store model's refits and the other
-background rewrites used to run at the priority of the requests. On two cores they took CPU from the next
-call's forward pass: back-to-back stores waited for the refits of the stores before them. Linux schedules each
-thread by its own nice value, so a background thread lowers its own (`lower_this_thread`, first thing it does)
-and the scheduler prefers the threads that answer; the background work runs in the gaps, and its queue's bound
-(services.runtime.after_answer) makes callers wait for it when it falls too far behind.
+The store model's and TransE's refits (a second of CPU at 1K memories, again at every 10 % of growth), the
+re-embedding of a changed space, goal refreshes, the purpose recompute and Meta-UTL's escalation ran at the
+priority of the requests. On two busy cores a refit took CPU from the next call's forward pass: back-to-back
+stores waited for the refits of the stores before them. Linux schedules each thread by its own nice value, so
+such a thread lowers its own (`start_thread`), and the scheduler prefers the threads that answer.
 
-A thread cannot raise its priority again (that needs privileges), and threads it starts inherit it: so pools
-that serve requests must never be grown from a lowered thread (storage.parallel_reads reads in the caller
-instead, `in_background()`). Elsewhere than Linux the priority is left as it is (a process-wide call there
-would lower the requests too).
+Not lowered: the after-answer worker (every tool but store_memory and search_graph waits for its queue, and a
+full queue makes those wait too), the writer, the model loader and the request threads. A lowered thread cannot
+raise its priority again (that needs privileges), and threads it starts inherit it; so a lowered thread never
+grows a pool that serves requests (storage.parallel_reads reads in the caller instead), never waits on the
+indexes' catch-up that requests take turns at (IndexSet), and never reopens a closed store (its writer would
+run lowered). ONNX Runtime's intra-op threads were started by the loader: a re-embedding forward runs on them
+at the requests' priority. The GIL is not scheduled by nice: a lowered thread running Python still delays the
+others by up to its switch interval. Elsewhere than Linux the priority is left as it is (a process-wide call
+there would lower the requests too).
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ _local = threading.local()
 
 def lower_this_thread() -> None:
     """Mark the calling thread as background and lower its priority by `concurrency.background_nice` steps (once;
-    0 leaves it as it is)."""
+    0, or a constitution without the key, leaves the priority as it is). Never raises: the work runs either way."""
     if getattr(_local, "background", False):
         return
     _local.background = True
-    steps = int(constitution().get("concurrency.background_nice"))
+    try:
+        steps = int(constitution().get("concurrency.background_nice"))
+    except (KeyError, TypeError, ValueError):  # an older constitution copy (CONTEXTGRAPH_CONSTITUTION)
+        return
     if steps <= 0 or not sys.platform.startswith("linux"):
         return
     tid = threading.get_native_id()
@@ -43,7 +50,7 @@ def lower_this_thread() -> None:
 
 
 def in_background() -> bool:
-    """Whether the calling thread has lowered itself."""
+    """Whether the calling thread does work no caller waits for (it lowered itself)."""
     return bool(getattr(_local, "background", False))
 
 

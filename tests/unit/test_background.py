@@ -1,7 +1,8 @@
-"""contextgraph.background: a thread whose work nobody waits for lowers its own CPU priority (Linux nice, per
-thread) by `concurrency.background_nice` steps, and only its own; the after-answer worker and the store model's
-refits are such threads; a lowered thread never starts the parallel-read pool (its threads would inherit the
-lowered priority and then serve requests at it)."""
+"""contextgraph.background: a thread whose work no caller waits for lowers its own CPU priority (Linux nice, per
+thread) by `concurrency.background_nice` steps, and only its own; the store model's refits are such threads, the
+after-answer worker is not (callers wait for its queue); a lowered thread never starts the parallel-read pool
+(its threads would inherit the lowered priority and then serve requests at it), never waits on the indexes'
+catch-up and never reopens a closed store."""
 
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def test_lowering_twice_lowers_once():
 
 
 @linux_only
-def test_the_after_answer_worker_and_a_background_refit_are_lowered():
+def test_a_background_refit_is_lowered_and_the_after_answer_worker_is_not():
+    """Every tool but store_memory and search_graph waits for the after-answer queue: it runs at the requests'
+    priority. A refit nobody waits for runs lowered."""
     before, seen = _nice(), {}
     queue = AfterAnswer()
 
@@ -72,7 +75,20 @@ def test_the_after_answer_worker_and_a_background_refit_are_lowered():
     cache.get("k", 1, lambda stamp: stamp != 1,
               lambda: seen.setdefault("refit", (_nice(), background.in_background())) and "second")
     cache.wait()
-    assert seen == {"after-answer": (_expected(before), True), "refit": (_expected(before), True)}
+    assert seen == {"after-answer": (before, False), "refit": (_expected(before), True)}
+
+
+def test_a_constitution_without_the_setting_leaves_the_priority_and_runs_the_work(monkeypatch):
+    """An older constitution copy (CONTEXTGRAPH_CONSTITUTION) has no concurrency.background_nice: the thread runs
+    its work at the requests' priority instead of failing before it (a refit that never ran would never run again)."""
+    class Older:
+        def get(self, dotted: str):
+            raise KeyError(dotted)
+
+    monkeypatch.setattr(background, "constitution", lambda: Older())
+    before, seen = _nice(), []
+    background.start_thread(lambda: seen.append((_nice(), background.in_background())), name="test-older").join(10)
+    assert seen == [(before, True)]
 
 
 def test_a_background_thread_reads_alone():
@@ -80,3 +96,40 @@ def test_a_background_thread_reads_alone():
     background.start_thread(lambda: got.append(parallel_reads.get_many(None, None, [b"k"] * 64)),  # type: ignore[arg-type]
                             name="test-background-read").join(10)
     assert got == [None]  # None: the caller reads them itself, in its own transaction
+
+
+def test_a_background_thread_neither_catches_the_indexes_up_nor_reopens_a_closed_store(tmp_path):
+    from contextgraph.errors import StorageError
+    from contextgraph.storage.indexes import IndexSet
+
+    class Counting(IndexSet):
+        catch_ups = 0
+
+        def catch_up(self, store=None):
+            Counting.catch_ups += 1
+            return 0
+
+    indexes, handle, outcome = Counting(), _closed_handle(tmp_path), []
+
+    def work() -> None:
+        indexes.nearest_many({}, 5)
+        try:
+            handle.open()
+        except StorageError as exc:
+            outcome.append(exc.message)
+
+    indexes.store = object()  # a store to catch up with: a request thread would
+    background.start_thread(work, name="test-background-store").join(10)
+    assert Counting.catch_ups == 0 and outcome == ["the store is closed"]
+    indexes.nearest_many({}, 5)  # the caller's thread: a request
+    assert Counting.catch_ups == 1
+
+
+def _closed_handle(home):
+    """StoreHandle.open's guard alone: a handle whose store is not open (the rest is never reached)."""
+    import types
+
+    from contextgraph.services.runtime.store_handle import StoreHandle
+
+    state = types.SimpleNamespace(_lock=threading.Lock(), _store=None, home=home)
+    return types.SimpleNamespace(open=lambda: StoreHandle.open(state))  # type: ignore[arg-type]

@@ -95,8 +95,8 @@ def _cycle_axis(cycle: int) -> Axis:
     """Cycle `cycle`'s share of the cosine as a function of the phase gap, Σₖ wₖ cos(kΔθ) / cycles, tabulated."""
     _, harmonics, levels = CYCLES[cycle]
     delta = np.linspace(0.0, np.pi, _TABLE_STEPS + 1)
-    # Σₖ wₖ cos(kΔ) = Re Σₖ wₖ zᵏ with z = e^{iΔ}: Horner's rule, ~1 ms; the 4097 × 132 cosines took ~30 ms of every
-    # process's start (equal to 2e-15)
+    # Σₖ wₖ cos(kΔ) = Re Σₖ wₖ zᵏ with z = e^{iΔ}: Horner's rule, ~1 ms; the 4097 × 256 cosines took ~25 ms of every
+    # process's start (the same table to 5e-16)
     z, total = np.exp(1j * delta), np.zeros(len(delta), dtype=np.complex128)
     for weight in harmonic_weights(harmonics, levels)[::-1]:  # wₖ from k = K down to 1
         total = (total + weight) * z

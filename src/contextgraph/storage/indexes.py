@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from contextgraph.background import in_background
 from contextgraph.errors import DimensionMismatch
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
 from contextgraph.log import get_logger
@@ -104,19 +105,23 @@ class IndexSet:
     def nearest_many(self, queries: Mapping[int, Vector], k: int, max_df: float = 1.0,
                      dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
         """search_many() for the UTL's neighbourhood, which asks every indexed space about the same memory and
-        keeps only the order: E2-E4 rank and score by the timeline's closeness, the stand-in its walk orders by
-        (E3's is the cosine to ~1e-3, E2's and E4's order like it), instead of re-scoring a pool four times larger
-        on vectors made for it (at 1K memories 0.8-1.0 → ~0.2 ms a space, most of a neighbourhood's cost beyond
-        its reads). `dropped`: how many of the `k` the caller leaves out (the memory itself, or its topic); E8
-        and E10 re-score max(64, 4·(k − dropped)) + dropped candidates, not four times them all (the
-        leave-one-out's pass without a topic of 60 read 300 memories' vectors for 16 neighbours)."""
+        scores the neighbours itself: E2-E4 rank and score by the timeline's closeness, the stand-in its walk
+        orders by (E3's is the cosine to ~1e-3; E2's and E4's are near it, their nearest 20 sharing ~85 % and
+        ~60 % with the cosine's in tests/unit/storage/test_derived_index.py, and the leave-one-out calibration
+        asks the same way), instead of re-scoring a pool four times larger on vectors made for it (at 1K
+        memories 0.8-1.0 → ~0.2 ms a space, most of a neighbourhood's cost beyond its reads). `dropped`: how
+        many of the `k` the caller leaves out (the memory itself, or its topic); E8 and E10 re-score
+        max(64, 4·(k − dropped)) + dropped candidates, not four times them all (the leave-one-out's pass without
+        a topic of 60 read 300 memories' vectors for 16 neighbours)."""
         return self._search_many(queries, k, max_df, True, {}, dropped)
 
     def _search_many(self, queries: Mapping[int, Vector], k: int, max_df: float, closeness: bool,
                      bm25: Mapping[str, float], dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
         if bad := [space for space in queries if space not in INDEXED_SPACES]:
             raise ValueError(f"E{bad[0]} has no index (E12 is scored per candidate from the store)")
-        if self.store is not None:
+        # a lowered thread (contextgraph.background) searches the indexes as they are: requests take turns at the
+        # catch-up, and one waiting behind a lowered thread would wait at its priority
+        if self.store is not None and not in_background():
             self.catch_up()
         out: dict[int, list[tuple[int, float]]] = {}
         with self._lock.read():

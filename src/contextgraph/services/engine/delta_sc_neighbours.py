@@ -2,7 +2,7 @@
 
 index_neighbours  every indexed space's own index (E12, which has none, borrows E1's order), searched after one
                   catch-up under one read lock where the indexes offer nearest_many (E2-E4 by the timeline's
-                  closeness, which orders like their cosine: the UTL scores the neighbours itself); E6/E13 skip
+                  closeness, the index's stand-in for their cosine: the UTL scores the neighbours itself); E6/E13 skip
                   query terms found in more than `sparse_max_df` of the memories, as search_graph's stage 1 does
                   (their postings are the longest and their idf the smallest: the neighbourhood's cost at 10K),
                   unless that leaves fewer than `want` hits (a small store, where every term is that common)
@@ -43,8 +43,8 @@ def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude
 def index_neighbours_twice(store: Any, indexes: Any, fingerprint: Fingerprint, own: int,
                            topic: frozenset[int] | None, want: int, sparse_max_df: float,
                            cache: dict[int, Fingerprint] | None = None) -> tuple[Neighbourhood, Neighbourhood | None]:
-    """index_neighbours of a stored memory without itself (`own`) and without its whole topic (`topic`, which
-    holds it; None: not asked): the leave-one-out's two passes, from one search of every index. Each pass's hits
+    """index_neighbours of a stored memory without itself (`own`) and without its whole topic (`topic`, and
+    `own`; None: not asked): the leave-one-out's two passes, from one search of every index. Each pass's hits
     are a prefix of the larger search's (HNSW's to its recall), and E6/E13 fall back to all terms just where
     index_neighbours alone would, so both are what two calls gave, for the cost of one; but E8/E10, re-scored
     from one pool large enough for both passes, may find nearer ones for the first."""

@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from contextgraph.background import lower_this_thread
 from contextgraph.log import get_logger
 
 _log = get_logger("engine")
@@ -64,8 +63,9 @@ class AfterAnswer:
     def _submit(self, work: Callable[[], None], what: str) -> tuple[Future[None], bool]:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-answer",
-                                                    initializer=lower_this_thread)
+                # not at background priority: every tool but store_memory and search_graph waits for this
+                # queue, and a full one makes those wait too (measured: lowered, a quiet machine gained nothing)
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-answer")
             full = self._waiting >= self.cap
             self._waiting += 1
             return self._executor.submit(self._guarded, work, what), full

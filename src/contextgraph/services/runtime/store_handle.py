@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from contextgraph.background import in_background
 from contextgraph.config import Settings, store_location
 from contextgraph.constitution import Constitution
 from contextgraph.errors import NodeNotFound, StorageError
@@ -89,6 +90,8 @@ class StoreHandle:
         with self._lock:
             if self._store is not None:
                 return
+            if in_background():  # a refit or refresh outliving close(): a writer it started would run lowered
+                raise StorageError("the store is closed")
             self.home.mkdir(parents=True, exist_ok=True)
             store, indexes = self._open_backend()
             self._writer = Writer()
