@@ -176,13 +176,25 @@ def store_standing(value: float, sample: Sequence[float] | np.ndarray) -> float:
     little. Fewer than five values, or no spread (ties) → the mid-rank percentile; no sample → the raw value,
     clamped; NaN (not measurable) → the neutral 0.5."""
     s = np.asarray(sample, dtype=np.float64)
+    return standing_at(value, s, robust_location(s))
+
+
+def robust_location(sample: np.ndarray) -> tuple[float, float] | None:
+    """(median, 1.4826·MAD) of a leave-one-out sample, or None where store_standing falls back to the mid-rank
+    (fewer than five values, or no spread): a store model computes it once per sample, not per memory scored."""
+    if sample.size < _MIN_ROBUST_SAMPLE:
+        return None
+    median = float(np.median(sample))
+    spread = _MAD_TO_SD * float(np.median(np.abs(sample - median)))
+    return (median, spread) if spread > 1e-12 else None
+
+
+def standing_at(value: float, sample: np.ndarray, location: tuple[float, float] | None) -> float:
+    """store_standing with the sample's robust_location given."""
     v = float(value)
-    if math.isnan(v) or s.size < _MIN_ROBUST_SAMPLE:
-        return store_percentile(v, s)
-    median = float(np.median(s))
-    spread = _MAD_TO_SD * float(np.median(np.abs(s - median)))
-    if not spread > 1e-12:
-        return store_percentile(v, s)
+    if math.isnan(v) or location is None:
+        return store_percentile(v, sample)
+    median, spread = location
     x = _LOGISTIC_SLOPE * (v - median) / spread
     return _unit(1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x)))
 

@@ -21,6 +21,7 @@ from contextgraph.utl import delta_s as ds
 from contextgraph.utl import transe
 
 _OPLOG_CHUNK = 4096  # oplog entries per read while counting deletions
+_NO_SAMPLE = np.zeros(0)
 
 
 class DeletionCount:
@@ -185,7 +186,13 @@ class StoreModel:
         return out
 
     def coherence_standing(self, key: str, value: float) -> float:
-        return dc.store_standing(value, self.coherence.get(key, np.zeros(0)))
+        sample = self.coherence.get(key, _NO_SAMPLE)
+        return dc.standing_at(value, sample, self._coherence_locations.get(key))
+
+    @cached_property
+    def _coherence_locations(self) -> dict[str, tuple[float, float] | None]:
+        """Each coherence sample's median and spread, once per model (every UTL ranks 26 values against them)."""
+        return {key: dc.robust_location(np.asarray(sample, dtype=np.float64)) for key, sample in self.coherence.items()}
 
     def idf_of(self, space: int, terms: np.ndarray) -> np.ndarray:
         table = self.idf.get(space)
