@@ -14,8 +14,8 @@ the store. That is what lets a million memories fit in memory (benchmarks/README
 The indexes are caches: `rebuild` makes them from the store, `catch_up` applies the oplog entries after
 `applied_seq` (another process's writes included), `save`/`load` spare a rebuild at start-up. Mutation takes
 the write side of a readers-writer lock, searches the read side: searches never overlap a mutation
-(docs/architecture.md#one-writer) but may overlap each other. Measured on 2 cores, two searching threads were no faster
-under the read side than under one plain lock (hnswlib's query holds the GIL), and no slower either.
+(docs/architecture.md#one-writer) but may overlap each other (on 2 cores no faster than one plain lock: hnswlib's
+query holds the GIL, and no slower).
 """
 
 from __future__ import annotations
@@ -104,23 +104,17 @@ class IndexSet:
 
     def nearest_many(self, queries: Mapping[int, Vector], k: int, max_df: float = 1.0,
                      dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
-        """search_many() for the UTL's neighbourhood, which asks every indexed space about the same memory and
-        scores the neighbours itself: E2-E4 rank and score by the timeline's closeness, the stand-in its walk
-        orders by (E3's is the cosine to ~1e-3; E2's and E4's are near it, their nearest 20 sharing ~85 % and
-        ~60 % with the cosine's in tests/unit/storage/test_derived_index.py, and the leave-one-out calibration
-        asks the same way), instead of re-scoring a pool four times larger on vectors made for it (at 1K
-        memories 0.8-1.0 → ~0.2 ms a space, most of a neighbourhood's cost beyond its reads). `dropped`: how
-        many of the `k` the caller leaves out (the memory itself, or its topic); E8 and E10 re-score
-        max(64, 4·(k − dropped)) + dropped candidates, not four times them all (the leave-one-out's pass without
-        a topic of 60 read 300 memories' vectors for 16 neighbours)."""
+        """search_many() for the UTL's neighbourhood (it scores the neighbours itself): E2-E4 by the timeline's
+        closeness (E3's is the cosine to ~1e-3, E2's and E4's near it: test_derived_index), not a pool 4× larger
+        re-scored on vectors made for it (at 1K 0.8-1.0 → ~0.2 ms a space). `dropped` of the `k` the caller leaves
+        out (itself, its topic): E8/E10 re-score max(64, 4·(k − dropped)) + dropped, not 4k (a topic of 60: 300)."""
         return self._search_many(queries, k, max_df, True, {}, dropped)
 
     def _search_many(self, queries: Mapping[int, Vector], k: int, max_df: float, closeness: bool,
                      bm25: Mapping[str, float], dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
         if bad := [space for space in queries if space not in INDEXED_SPACES]:
             raise ValueError(f"E{bad[0]} has no index (E12 is scored per candidate from the store)")
-        # a lowered thread (contextgraph.background) searches the indexes as they are: requests take turns at the
-        # catch-up, and one waiting behind a lowered thread would wait at its priority
+        # a lowered thread (contextgraph.background) searches the indexes as they are: no request waits behind it
         if self.store is not None and not in_background():
             self.catch_up()
         out: dict[int, list[tuple[int, float]]] = {}
@@ -143,8 +137,7 @@ class IndexSet:
         return out
 
     def _pool(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray, k: int, dropped: int = 0) -> list[int]:
-        """A derived space's candidates for its k nearest: max(64, 4k) of them, or max(64, 4(k − dropped)) +
-        dropped when the caller leaves `dropped` of them out."""
+        """A derived space's candidates for its k nearest, `dropped` of which the caller leaves out."""
         size = max(_POOL_MIN, _POOL_FACTOR * (k - dropped)) + dropped if k > 0 else 0
         if isinstance(index, TimelineIndex):
             return index.pool(query, size)
