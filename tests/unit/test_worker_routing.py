@@ -56,3 +56,26 @@ def test_accesses_gather_until_a_flush_is_due_and_go_in_one_write():
     assert store.touched == [[1, 2, 2]]  # a seq named twice is two accesses
     counts.flush(store)  # type: ignore[arg-type]
     assert store.touched == [[1, 2, 2]]  # nothing gathered: nothing written
+
+
+@pytest.mark.parametrize(("index", "dreams", "rewrites"), [(0, None, True), (1, False, False), (3, False, False)])
+def test_only_worker_0_dreams_on_its_own_and_re_embeds_a_changed_space(index, dreams, rewrites):
+    """cli._as_worker: the engine's background jobs that write engine state or rewrite the store run in worker 0
+    alone (docs/architecture.md#several-workers); the others serve and read its results."""
+    import argparse
+    import socket
+
+    from contextgraph.cli import _as_worker
+    from contextgraph.config import Settings
+
+    front, inbox = socket.socketpair()
+    try:
+        args = argparse.Namespace(worker_index=index, worker_inbox=inbox.fileno())
+        serve, settings = _as_worker(args, Settings.from_env({"CONTEXTGRAPH_HOME": "/nonexistent"}))
+        assert (settings.auto_dream, settings.space_rewrites) == (dreams, rewrites)
+        assert serve.keywords["inbox"].fileno() == inbox.fileno()
+        serve.keywords["inbox"].detach()  # the socketpair's own object closes it
+    finally:
+        session_tag.set_worker(None)
+        front.close()
+        inbox.close()
