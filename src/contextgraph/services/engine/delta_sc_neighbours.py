@@ -33,11 +33,11 @@ Neighbourhood = tuple[dict[int, list[int]], dict[int, Fingerprint]]  # (space â†
 
 
 def index_neighbours(store: Any, indexes: Any, fingerprint: Fingerprint, exclude: frozenset[int], want: int,
-                     sparse_max_df: float, cache: dict[int, Fingerprint] | None = None) -> Neighbourhood:
+                     sparse_max_df: float) -> Neighbourhood:
     """The `want` nearest of every indexed space, `exclude` left out, and the fingerprints of their union (read
-    once; `cache`, when given, keeps them across calls: the leave-one-out loop)."""
+    once)."""
     hits = _Hits(indexes, fingerprint, want, len(exclude), sparse_max_df)
-    return _read(store, hits.ranked(exclude, want), cache)
+    return _read(store, hits.ranked(exclude, want), None)
 
 
 def index_neighbours_twice(store: Any, indexes: Any, fingerprint: Fingerprint, own: int,
