@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# CONTEXTGRAPH_BENCH_RESULTS: another folder for the result files (a lent device's $OUT, whose files come back)
+RESULTS_DIR = Path(os.environ.get("CONTEXTGRAPH_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -111,7 +112,8 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     payload = {"benchmark": name, "machine": machine_info(), **data}
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     m = payload["machine"]
-    print(f"[{name}] wrote {path.relative_to(REPO_ROOT)}  "
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    print(f"[{name}] wrote {shown}  "
           f"({m['platform']}, {m['nproc']} CPUs, Python {m['python']}, {m['date']})")
     return path
 

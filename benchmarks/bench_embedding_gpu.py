@@ -1,24 +1,28 @@
-"""The GPU batch path (issue 19.2): the full 13-space fingerprint of 100-200-token memories through the torch
-backbone on a device, in half precision with GPU-sized length buckets, against the CPU serving path.
+"""The GPU path (issues 19.2, 36 and 37): the full 13-space fingerprint of 100-200-token memories through the
+torch backbone and E7's code encoder on a device, in half precision, against the CPU serving path.
 
-  1. throughput: `pipeline.embed` over --count realistic memories of 100-200 tokens (stdlib docstrings and
-     function sources) in one call, as a bulk import hands them over; memories/s, and the split between the
-     transformer (tokenise + forward + the copy back) and the 13 embedders (SPEC goal: embedders ≤ 15 %);
-     for each of --workers (1: this process; N: a PipelinePool of N processes, each with its own backbone on
-     the device and its own embedders, the shape `contextgraph import --workers N` runs), and optionally the
-     CPU serving path (ONNX Runtime) over --onnx-workers processes for comparison on the same host
-  2. single-memory latency: one ~100-token memory, --runs calls timed one by one (goal on an H100: ≤ 3 ms)
-  3. agreement: the first --agree memories fingerprinted again by the CPU serving path (ONNX Runtime, fp32);
-     per space the minimum and mean similarity between the two fingerprints of each memory (dense and E12:
-     cosine, E12 over its token rows; sparse: cosine of the weight vectors; E9: fraction of equal bits)
+  1. agreement (first, so a short run still answers it): the first --agree memories fingerprinted by the GPU
+     pipeline and by the CPU serving path (ONNX Runtime: the shared model in fp32, E7's code model in int8); per
+     space the minimum and mean similarity (dense and E12: cosine, E12 over its token rows; sparse: cosine of
+     the weight vectors; E9: fraction of equal bits). E7 also against its code model in fp32 ONNX (the same
+     precision class), and single texts replayed from CUDA graphs against the same backbone's batched forward
+  2. single-memory latency: one ~100-token memory, --runs calls timed one by one, with CUDA graphs
+     (embedders/cuda_graphs.py) and with transformers' eager forward (goal on an H100: ≤ 3 ms)
+  3. retrieval parity (--parity N): E1 and E7 alone over N seeded stdlib (docstring sentence, function) pairs,
+     nDCG@10 with documents and queries embedded on the CPU, on the GPU, and each on the other: a store built
+     on one and searched from the other ranks as either does
+  4. throughput: `pipeline.embed` over --count realistic memories of 100-200 tokens in one call, as a bulk
+     import hands them over; memories/s, and the split between the shared transformer and the 13 embedders
+     (E7's own forward is inside E7), for each of --workers (1: this process; N: a PipelinePool of N processes)
 
 The device is named in the output (torch.cuda.get_device_name). Without a GPU it runs on the CPU with
 `--device cpu --dtype bfloat16` (a smoke run of the same code: CPU torch has bfloat16 kernels, not float16).
-CI never runs it.
+CI never runs it. benchmarks/device_gpu.sh runs it on a lent device.
 
 Run:  .venv/bin/python benchmarks/bench_embedding_gpu.py --device cuda [--dtype float16] [--count 4096] \
-          [--workers 1,4,8,14] [--onnx-workers 14] [--model-dir DIR]
-      .venv/bin/python benchmarks/bench_embedding_gpu.py --device cpu --dtype bfloat16 --count 64 --runs 5
+          [--workers 1,4,8,14] [--parity 1000] [--model-dir DIR] [--code-model DIR]
+      .venv/bin/python benchmarks/bench_embedding_gpu.py --device cpu --dtype bfloat16 --count 64 --runs 5 \
+          --agree 16 --parity 100
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from _stats import format_summary, summarize, write_result
 from _workload import bench_settings, realistic_texts
 
 from contextgraph.embedders.parallel import PipelinePool, PipelineSpec
+from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, load_pipeline
 
 MIN_TOKENS, MAX_TOKENS = 100, 200
 GOAL_PER_S, GOAL_SINGLE_MS, GOAL_EMBEDDERS_SHARE = 2000.0, 3.0, 0.15
@@ -94,10 +99,12 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=4096, help="memories in the throughput run")
     ap.add_argument("--repeats", type=int, default=3, help="timed throughput runs (after one warm-up)")
     ap.add_argument("--workers", default="1", help="comma-separated worker-process counts to time (1: in process)")
-    ap.add_argument("--onnx-workers", default="", help="also time the CPU serving path (ONNX) with these counts")
     ap.add_argument("--runs", type=int, default=100, help="timed single-memory calls")
     ap.add_argument("--agree", type=int, default=256, help="memories checked against the CPU serving path")
+    ap.add_argument("--parity", type=int, default=1000, help="stdlib pairs in the retrieval parity check (0: none)")
     ap.add_argument("--model-dir", default=None, help="model directory (default: the packaged all-MiniLM-L6-v2)")
+    ap.add_argument("--code-model", default=None,
+                    help="E7's encoder directory (default: the shipped code model assembled on --model-dir)")
     ap.add_argument("--name", default=None, help="result file name (default embedding-gpu-<device>)")
     args = ap.parse_args()
 
@@ -105,77 +112,161 @@ def main() -> int:
     from threadpoolctl import threadpool_limits
 
     from contextgraph.constitution import constitution
-    from contextgraph.embedders.backbone import TorchBackbone, default_model_dir
+    from contextgraph.embedders import code_model
+    from contextgraph.embedders.backbone import default_model_dir
 
     # the server's BLAS limit (app.py: server.blas_threads), so the in-process pipeline runs as a server's does
     threadpool_limits(limits=int(constitution().get("server.blas_threads")), user_api="blas")
-    from contextgraph.embedders.pipeline import Draft, FingerprintPipeline, build_pipeline
-
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("no CUDA device visible to torch: run with --device cpu --dtype bfloat16 for a smoke run")
     card = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "CPU"
+    home = Path(tempfile.mkdtemp(prefix="cg-bench-gpu-"))
     model_dir = Path(args.model_dir) if args.model_dir else default_model_dir()
+    code_dir = Path(args.code_model) if args.code_model else code_model.assemble(model_dir, home / "models")
+    settings = bench_settings(home, CONTEXTGRAPH_MODEL_DIR=str(model_dir), CONTEXTGRAPH_CODE_MODEL=str(code_dir))
     t0 = time.perf_counter()
-    backbone = TorchBackbone(model_dir, args.device, dtype=args.dtype, batch_size=args.batch_size)
-    pipeline = FingerprintPipeline(backbone)
-    print(f"== {backbone.runtime} on {card}, batches of {backbone.batch_size} (loaded in "
-          f"{time.perf_counter() - t0:.1f} s), torch {torch.__version__}, {os.cpu_count()} host CPUs")
-    items = memories_of_length(backbone._tokenizer, max(args.count, args.agree))
+    pipeline = gpu_pipeline(args, model_dir, code_dir, cuda_graphs=True)
+    backbone = pipeline.backbone
+    result: dict[str, Any] = {
+        "device": card, "runtime": backbone.runtime, "torch": torch.__version__, "batch_size": backbone.batch_size,
+        "tokens": [MIN_TOKENS, MAX_TOKENS], "code_model": code_dir.name,
+        "goals": {"per_s": GOAL_PER_S, "single_ms": GOAL_SINGLE_MS, "embedders_share": GOAL_EMBEDDERS_SHARE}}
+    name = args.name or f"embedding-gpu-{args.device.split(':')[0]}"
+    print(f"== {backbone.runtime} on {card}, batches of {backbone.batch_size}, E7 {code_dir.name} (loaded in "
+          f"{time.perf_counter() - t0:.1f} s), torch {torch.__version__}, {os.cpu_count()} host CPUs", flush=True)
+    items = memories_of_length(backbone._tokenizer, max(args.count, args.agree))  # type: ignore[attr-defined]
     now = time.time()
     drafts = [Draft(text=t, modality=m, timestamp=now + i) for i, (t, m) in enumerate(items)]
-    bulk = drafts[: args.count]
-    home = tempfile.mkdtemp(prefix="cg-bench-gpu-")
-    settings = bench_settings(home, CONTEXTGRAPH_MODEL_DIR=str(model_dir))
 
     def synced() -> float:
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         return time.perf_counter()
 
-    throughput: dict[str, list[dict]] = {}
+    # the CPU serving path: ONNX Runtime, the shared model in fp32 and E7's code model in int8
+    cpu = load_pipeline(model_dir, settings.models_dir, runtime="onnx", quantized=False, device="cpu",
+                        code_model=str(code_dir))
+    if args.agree:
+        result["agreement"] = check_agreement(cpu, pipeline, drafts[: args.agree], settings.models_dir, code_dir)
+        write_result(name, result)
+    eager = gpu_pipeline(args, model_dir, code_dir, cuda_graphs=False)
+    single_draft = min(drafts, key=lambda d: abs(len(backbone._tokenizer.encode(d.text).ids) - 100))  # type: ignore
+    result["single"] = {label: time_single(label, p, single_draft, args.runs, synced)
+                        for label, p in (("cuda graphs", pipeline), ("eager", eager))}
+    write_result(name, result)
+    if args.parity:
+        result["retrieval_parity"] = retrieval_parity({"cpu": cpu, "gpu": pipeline}, args.parity)
+        write_result(name, result)
+    result["count"] = min(args.count, len(drafts))
+    result["throughput"] = {}
     for workers in _counts(args.workers):
         label = f"{backbone.runtime} x{workers}"
         if workers == 1:
-            throughput[label] = time_throughput(label, pipeline, bulk, args.repeats, synced)
+            result["throughput"][label] = time_throughput(label, pipeline, drafts[: args.count], args.repeats, synced)
         else:
             spec = PipelineSpec.from_settings(settings, runtime="torch", device=args.device, dtype=args.dtype)
             with PipelinePool(spec, workers) as pool:
-                throughput[label] = time_throughput(label, pool.start(), bulk, args.repeats, synced)
-    for workers in _counts(args.onnx_workers):
-        label = f"onnxruntime-fp32 x{workers}"
-        spec = PipelineSpec.from_settings(settings, runtime="onnx")
-        with PipelinePool(spec, workers) as pool:
-            throughput[label] = time_throughput(label, pool.start(), bulk, args.repeats, time.perf_counter)
-
-    single_draft = min(bulk, key=lambda d: abs(len(backbone._tokenizer.encode(d.text).ids) - 100))
-    for _ in range(5):
-        pipeline.embed([single_draft])
-    single, single_encode = [], []
-    for _ in range(args.runs):
-        start = synced()
-        pipeline.embed([single_draft])
-        single.append((synced() - start) * 1e3)
-        assert pipeline.last_timings is not None
-        single_encode.append(pipeline.last_timings.encode_ms)
-    single_summary = summarize(single)
-    print("   " + format_summary("one ~100-token memory", single_summary, "ms", GOAL_SINGLE_MS))
-    print("   " + format_summary("  of which the transformer", summarize(single_encode), "ms"))
-
-    agree = {}
-    if args.agree:
-        checked = drafts[: args.agree]
-        reference = build_pipeline(settings).embed(checked)  # the CPU serving path (ONNX, fp32)
-        agree = agreement(reference, pipeline.embed(checked))
-        print(f"   agreement with the CPU serving path over {len(checked)} memories (min / mean):")
-        print("     " + " | ".join(f"{k} {v['min']:.4f}/{v['mean']:.4f}" for k, v in agree.items()))
-
-    write_result(args.name or f"embedding-gpu-{args.device.split(':')[0]}", {
-        "device": card, "runtime": backbone.runtime, "torch": torch.__version__, "batch_size": backbone.batch_size,
-        "count": len(bulk), "tokens": [MIN_TOKENS, MAX_TOKENS], "throughput": throughput,
-        "single_ms": single_summary, "single_transformer_ms": summarize(single_encode),
-        "agreement": agree, "goals": {"per_s": GOAL_PER_S, "single_ms": GOAL_SINGLE_MS,
-                                      "embedders_share": GOAL_EMBEDDERS_SHARE}})
+                result["throughput"][label] = time_throughput(label, pool.start(), drafts[: args.count],
+                                                              args.repeats, synced)
+        write_result(name, result)
     return 0
+
+
+def gpu_pipeline(args: Any, model_dir: Path, code_dir: Path, *, cuda_graphs: bool) -> Any:
+    """The shared backbone and E7's code encoder in torch on --device, one text at a time through CUDA graphs
+    or not: what `load_pipeline(runtime="torch")` builds, with the graphs' switch exposed."""
+    from contextgraph.embedders.backbone import TorchBackbone
+
+    def load(directory: Path) -> TorchBackbone:
+        return TorchBackbone(directory, args.device, dtype=args.dtype, batch_size=args.batch_size,
+                             cuda_graphs=cuda_graphs)
+
+    return FingerprintPipeline(load(model_dir), code_encoder=load(code_dir))
+
+
+def check_agreement(cpu: Any, gpu: Any, checked: list, cache_dir: Path, code_dir: Path) -> dict[str, Any]:
+    """Per space, the GPU pipeline's fingerprints against the CPU serving path's; E7 also against its code model
+    in fp32 ONNX; and single texts (CUDA graphs) against the batched GPU forward."""
+    from contextgraph.embedders.backbone import OnnxBackbone
+    from contextgraph.fingerprint import SPACES
+
+    batched = gpu.embed(checked)
+    serving = agreement(cpu.embed(checked), batched)
+    fp32 = FingerprintPipeline(cpu.backbone, code_encoder=OnnxBackbone(code_dir, cache_dir, quantized=False))
+    texts, modalities = [d.text for d in checked], [d.modality for d in checked]
+    e7_fp32 = [similarity("dense", a, b) for a, b in zip(fp32.embed_space(7, texts, modalities),
+                                                            (fp[7] for fp in batched))]
+    singles = [gpu.embed([d])[0] for d in checked[:32]]
+    graphed = {f"E{s.id}": round(min(similarity(s.kind, a[s.id], b[s.id]) for a, b in zip(singles, batched)), 6)
+               for s in SPACES}
+    out = {"serving_path": serving, "E7_vs_fp32_onnx": {"min": round(min(e7_fp32), 6),
+                                                       "mean": round(float(np.mean(e7_fp32)), 6)},
+           "graphed_single_vs_batched_min": graphed, "memories": len(checked)}
+    print(f"   agreement with the CPU serving path over {len(checked)} memories (min / mean):")
+    print("     " + " | ".join(f"{k} {v['min']:.4f}/{v['mean']:.4f}" for k, v in serving.items()))
+    print(f"   E7 against its code model in fp32 ONNX: min {min(e7_fp32):.5f} mean {np.mean(e7_fp32):.5f}")
+    print("   single texts through CUDA graphs vs the batched forward (min over 32): "
+          + " ".join(f"{k} {v:.4f}" for k, v in graphed.items()), flush=True)
+    return out
+
+
+def time_single(label: str, pipeline: Any, draft: Any, runs: int, clock: Any) -> dict[str, Any]:
+    """`runs` single-memory embeds after five warm-ups: the whole call, the shared forward, E7 (its forward)."""
+    for _ in range(5):
+        pipeline.embed([draft])
+    total, shared, e7 = [], [], []
+    for _ in range(runs):
+        start = clock()
+        pipeline.embed([draft])
+        total.append((clock() - start) * 1e3)
+        timings = pipeline.last_timings
+        shared.append(timings.encode_ms)
+        e7.append(timings.embedder_ms[7])
+    out = {"total_ms": summarize(total), "shared_forward_ms": summarize(shared), "e7_ms": summarize(e7)}
+    print("   " + format_summary(f"one ~100-token memory, {label}", out["total_ms"], "ms", GOAL_SINGLE_MS))
+    print("   " + format_summary("  of which the shared forward", out["shared_forward_ms"], "ms"))
+    print("   " + format_summary("  of which E7 (its own forward)", out["e7_ms"], "ms"), flush=True)
+    return out
+
+
+def retrieval_parity(pipelines: dict[str, Any], n: int) -> dict[str, Any]:
+    """E1 and E7 alone over `n` seeded stdlib (docstring sentence, function) pairs: nDCG@10 for every
+    (documents' pipeline, queries' pipeline) pair."""
+    from _corpora import code_corpus
+
+    from contextgraph.embedders.e01_semantic import sentence_vector
+
+    items = code_corpus().items
+    chosen = sorted(np.random.default_rng(20261127).choice(len(items), size=min(n, len(items)), replace=False))
+    docs, queries = [items[i].document for i in chosen], [items[i].query for i in chosen]
+    vectors: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for name, p in pipelines.items():
+        vectors[name, "E1"] = tuple(_unit([sentence_vector(e) for e in p.backbone.encode(texts)])
+                                    for texts in (docs, queries))
+        vectors[name, "E7"] = (_unit(p.embed_space(7, docs, ["code"] * len(docs))),
+                               _unit(p.embed_space(7, queries, ["text"] * len(queries))))
+    out: dict[str, Any] = {"pairs": len(docs)}
+    for space in ("E1", "E7"):
+        for doc_side in pipelines:
+            for query_side in pipelines:
+                score = ndcg_at_10(vectors[doc_side, space][0], vectors[query_side, space][1])
+                out[f"{space} docs {doc_side} / queries {query_side}"] = round(score, 4)
+    print(f"   retrieval parity over {len(docs)} stdlib pairs (nDCG@10): "
+          + " | ".join(f"{k} {v}" for k, v in out.items() if k != "pairs"), flush=True)
+    return out
+
+
+def _unit(rows: Any) -> np.ndarray:
+    matrix = np.asarray(rows, dtype=np.float64)
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+def ndcg_at_10(docs: np.ndarray, queries: np.ndarray) -> float:
+    """One relevant document per query (query i's is document i): the mean of 1/log2(rank + 1) within the top 10."""
+    scores = queries @ docs.T
+    own = scores[np.arange(len(queries)), np.arange(len(queries))]
+    ranks = 1 + (scores > own[:, None]).sum(axis=1)
+    return float(np.mean(np.where(ranks <= 10, 1.0 / np.log2(ranks + 1), 0.0)))
 
 
 def _counts(text: str) -> list[int]:

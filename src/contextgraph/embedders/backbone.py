@@ -168,11 +168,12 @@ class TorchBackbone(_TokenizingBackbone):
 
     On CUDA the model runs in half precision (`dtype`, default float16; bfloat16 also works) with batches of
     GPU_BATCH_SIZE, the token ids go up from pinned host memory without blocking, and the states come back
-    once per batch as float16, halving the transfer; they are widened to float32 on the host. On CPU it is the
-    float32 reference."""
+    once per batch as float16, halving the transfer; they are widened to float32 on the host. A single text
+    (a store's, a query) replays a CUDA graph of the same encoder instead (`cuda_graphs`; BERT models only). On
+    CPU it is the float32 reference."""
 
     def __init__(self, model_dir: Path, device: str = "cpu", *, max_tokens: int | None = None,
-                 dtype: str | None = None, batch_size: int | None = None) -> None:
+                 dtype: str | None = None, batch_size: int | None = None, cuda_graphs: bool = True) -> None:
         import torch
         from transformers import AutoModel
 
@@ -196,6 +197,15 @@ class TorchBackbone(_TokenizingBackbone):
         self._model = self._model.to(self._device).eval()
         self._takes_token_types = getattr(self._model.config, "type_vocab_size", 0) > 0
         self.runtime = f"torch-{self._device.type}" + ("" if name == "float32" else f"-{name}")
+        self._graphed = self._graphed_encoder() if on_gpu and cuda_graphs else None
+
+    def _graphed_encoder(self):  # -> GraphedEncoder | None (cuda_graphs imports torch: not at module level)
+        """Single texts (a store's, a search's query) replayed from CUDA graphs when the model is a BERT encoder
+        (embedders/cuda_graphs.py); batches keep transformers' forward."""
+        from contextgraph.embedders.cuda_graphs import GraphedEncoder, bert_weights
+
+        weights = bert_weights(self._model)
+        return None if weights is None else GraphedEncoder(weights, self._device)
 
     def _upload(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> list:  # -> [torch.Tensor] * 3
         """The three int64 inputs on the device, as one [3, B, T] transfer. On CUDA it goes through a pinned
@@ -215,6 +225,9 @@ class TorchBackbone(_TokenizingBackbone):
     def _forward(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
         torch = self._torch
         with self._forward_lock:
+            replayed = self._graphed.states(ids, mask, types) if self._graphed is not None else None
+            if replayed is not None:
+                return replayed
             input_ids, attention_mask, token_type_ids = self._upload(ids, mask, types)
             kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
             if self._takes_token_types:
