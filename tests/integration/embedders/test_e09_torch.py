@@ -26,3 +26,12 @@ def test_embedder_on_a_device_packs_the_same_vectors():
     on_device = DeviceHdcEmbedder("cpu").embed_texts(texts)  # "cpu" stands in for the GPU's device string
     on_host = HdcEmbedder().embed_texts(texts)
     assert all(np.array_equal(a, b) for a, b in zip(on_device, on_host, strict=True))
+
+
+def test_a_single_text_stays_on_the_host():
+    """One text (a store's, a query) is cheaper in numpy than in ~20 device steps: it never reaches the device,
+    which here does not exist (no CUDA on this machine), and its bits are the host's."""
+    text = "Rotate the signing key before the certificate expires."
+    alone = DeviceHdcEmbedder("cuda:99").embed_texts([text])
+    assert len(alone) == 1 and np.array_equal(alone[0], HdcEmbedder().embed_texts([text])[0])
+    assert DeviceHdcEmbedder("cuda:99").embed_texts([]) == []
