@@ -103,6 +103,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=100, help="timed single-memory calls")
     ap.add_argument("--agree", type=int, default=256, help="memories checked against the CPU serving path")
     ap.add_argument("--parity", type=int, default=1000, help="stdlib pairs in the retrieval parity check (0: none)")
+    ap.add_argument("--threads", type=int, default=4,
+                    help="threads embedding single texts and batches at once on a fresh pipeline (0: skip)")
     ap.add_argument("--model-dir", default=None, help="model directory (default: the packaged all-MiniLM-L6-v2)")
     ap.add_argument("--code-model", default=None,
                     help="E7's encoder directory (default: the shipped code model assembled on --model-dir)")
@@ -149,6 +151,10 @@ def main() -> int:
                         code_model=str(code_dir)) if args.agree or args.parity else None
     if cpu is not None and args.agree:
         result["agreement"] = check_agreement(cpu, pipeline, drafts[: args.agree], settings.models_dir, code_dir)
+        write_result(name, result)
+    if args.threads:
+        result["threads"] = check_threads(gpu_pipeline(args, model_dir, code_dir, cuda_graphs=True), drafts,
+                                          args.threads)
         write_result(name, result)
     single_draft = min(drafts, key=lambda d: abs(len(backbone._tokenizer.encode(d.text).ids) - 100))  # type: ignore
     variants = {"cuda graphs": pipeline, "cuda graphs, E9 on the host": with_host_hdc(pipeline),
@@ -220,6 +226,27 @@ def check_agreement(cpu: Any, gpu: Any, checked: list, cache_dir: Path, code_dir
     print("   single texts through CUDA graphs vs the batched forward (min over 32): "
           + " ".join(f"{k} {v:.4f}" for k, v in graphed.items()), flush=True)
     return out
+
+
+def check_threads(pipeline: Any, drafts: list, threads: int) -> dict[str, Any]:
+    """A fresh pipeline (no graph captured yet) fingerprinting from `threads` threads at once, as a server's
+    requests do: single texts of several lengths (each width captured while the others run) and batches (E9 on
+    the device beside the captures). Every fingerprint must equal the same text's, made afterwards alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from contextgraph.fingerprint import SPACES
+
+    singles = [[d] for d in drafts[:8]] + [[Draft(text=QUERY * n, modality="text")] for n in (1, 3, 9, 20)]
+    work = singles + [drafts[8 + 16 * i: 24 + 16 * i] for i in range(4)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        together = list(pool.map(pipeline.embed, work))
+    seconds = time.perf_counter() - started
+    worst = min(min(similarity(s.kind, a[s.id], b[s.id]) for s in SPACES)
+                for items, fps in zip(work, together) for a, b in zip(fps, pipeline.embed(items)))
+    print(f"   {threads} threads, {len(work)} calls at once on a fresh pipeline: {seconds:.2f} s, every fingerprint "
+          f"as alone (min similarity over all spaces {worst:.6f})", flush=True)
+    return {"threads": threads, "calls": len(work), "seconds": round(seconds, 3), "min_similarity": round(worst, 6)}
 
 
 def time_single(label: str, pipeline: Any, draft: Any, runs: int, clock: Any,

@@ -166,7 +166,10 @@ class GraphedEncoder:
                         bert_forward(self._weights, inputs[0], inputs[1], inputs[2])
                 torch.cuda.current_stream().wait_stream(side)
                 graph = torch.cuda.CUDAGraph()
-                with torch.inference_mode(), torch.cuda.graph(graph, pool=self._pool):
+                # thread_local: only this thread is barred from unsafe CUDA calls while it captures; in "global"
+                # mode another request's device work at that moment (E9 of a batch) would fail instead
+                with torch.inference_mode(), torch.cuda.graph(graph, pool=self._pool,
+                                                              capture_error_mode="thread_local"):
                     states = bert_forward(self._weights, inputs[0], inputs[1], inputs[2])
         except RuntimeError as exc:  # a driver or kernel that cannot be captured: eager from now on
             self.failed = f"{type(exc).__name__}: {exc}"
