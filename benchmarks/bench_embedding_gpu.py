@@ -6,12 +6,16 @@ torch backbone and E7's code encoder on a device, in half precision, against the
      space the minimum and mean similarity (dense and E12: cosine, E12 over its token rows; sparse: cosine of
      the weight vectors; E9: fraction of equal bits). E7 also against its code model in fp32 ONNX (the same
      precision class), and single texts replayed from CUDA graphs against the same backbone's batched forward
-  2. single-memory latency: one ~100-token memory, --runs calls timed one by one, with CUDA graphs
-     (embedders/cuda_graphs.py) and with transformers' eager forward (goal on an H100: ≤ 3 ms)
-  3. retrieval parity (--parity N): E1 and E7 alone over N seeded stdlib (docstring sentence, function) pairs,
+  2. threads (--threads N): a fresh pipeline fingerprinting single texts of several lengths and batches from N
+     threads at once, as a server's requests do (each CUDA graph captured while the others run); every
+     fingerprint must equal the same text's made alone
+  3. single-memory latency: one ~100-token memory and a 12-token query, --runs calls timed one by one, with CUDA
+     graphs (embedders/cuda_graphs.py), with E9 on the host, and with transformers' eager forward (goal on an
+     H100: ≤ 3 ms)
+  4. retrieval parity (--parity N): E1 and E7 alone over N seeded stdlib (docstring sentence, function) pairs,
      nDCG@10 with documents and queries embedded on the CPU, on the GPU, and each on the other: a store built
      on one and searched from the other ranks as either does
-  4. throughput: `pipeline.embed` over --count realistic memories of 100-200 tokens in one call, as a bulk
+  5. throughput: `pipeline.embed` over --count realistic memories of 100-200 tokens in one call, as a bulk
      import hands them over; memories/s, and the split between the shared transformer and the 13 embedders
      (E7's own forward is inside E7), for each of --workers (1: this process; N: a PipelinePool of N processes)
 
