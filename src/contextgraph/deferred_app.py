@@ -45,6 +45,8 @@ class DeferredApp:
         self._app: App | None = None
         self._failure: BaseException | None = None
         self._when_built: list[Callable[[App], None]] = []
+        self._closed = False
+        self._settled = threading.Event()  # built and the callbacks run (or the build failed)
 
     @classmethod
     def of_settings(cls, settings: Settings) -> DeferredApp:
@@ -64,6 +66,7 @@ class DeferredApp:
         deferred = cls(app.settings, app.constitution, lambda: app, None)
         deferred._app = app
         deferred._done.set()
+        deferred._settled.set()
         return deferred
 
     def start(self) -> None:
@@ -83,13 +86,21 @@ class DeferredApp:
             with self._lock:
                 self._failure = exc
                 self._done.set()
+            self._settled.set()
             return
         with self._lock:
             self._app = app
             self._done.set()
             callbacks, self._when_built = self._when_built, []
-        for callback in callbacks:
-            callback(app)
+            closed = self._closed
+        try:
+            if closed:  # the server stopped while this was being built: nobody used it, nothing is to start
+                app.close()
+                return
+            for callback in callbacks:
+                callback(app)
+        finally:
+            self._settled.set()
 
     def when_built(self, callback: Callable[[App], None]) -> None:
         """Call `callback(app)` once the App is built: now if it is, else in the building thread."""
@@ -121,9 +132,12 @@ class DeferredApp:
         return listed if listed is not None else live_listing((await self.get()).registry)
 
     def close(self) -> None:
-        """Close the App, waiting for it if it is being built; nothing to close if it never was."""
-        thread = self._thread
-        if thread is not None:
-            thread.join()
-        if self._app is not None:
-            self._app.close()
+        """Close the App if it was built. One still being built was used by no request (each waits until it is
+        built): it is not waited for, and building it opens nothing (the store and the model open on first use),
+        so the process may end while it runs; if it finishes first it closes itself without loading the model."""
+        with self._lock:
+            self._closed = True
+            app = self._app
+        if app is not None:
+            self._settled.wait()  # what the callbacks start (the model load) is started before it is closed
+            app.close()

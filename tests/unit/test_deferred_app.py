@@ -88,3 +88,22 @@ def test_a_ready_app_is_not_built_again(tmp_path):
     assert anyio.run(d.get) is app
     d.close()
     assert app.closed == [True]
+
+
+def test_closing_while_it_builds_does_not_wait_and_the_app_closes_itself():
+    release, closed, started = threading.Event(), threading.Event(), []
+    app = fake_app()
+    app.close = closed.set
+
+    def build():
+        release.wait(10)
+        return app
+
+    d = deferred(build)
+    d.when_built(started.append)  # the model load, in the server
+    d.start()
+    d.close()  # returns at once: nobody used the App
+    assert not closed.is_set()
+    release.set()
+    assert closed.wait(10)
+    assert started == []  # the model load was never started
