@@ -1,6 +1,7 @@
 """Composition root: builds the services, the tool registry and the dispatcher once and hands them down.
 Nothing here imports mcp, so the CLI's in-process paths and the tests can build an App without paying for the
-SDK. Only the entry points (cli, server, transports, shell) import this module."""
+SDK. Only the entry points (cli, server, transports, shell) import this module; `contextgraph serve` over stdio
+imports it after the handshake, through deferred_app.py."""
 
 from __future__ import annotations
 
