@@ -1,6 +1,7 @@
 """Composition root: builds the services, the tool registry and the dispatcher once and hands them down.
 Nothing here imports mcp, so the CLI's in-process paths and the tests can build an App without paying for the
-SDK. Only the entry points (cli, server, transports, shell) import this module."""
+SDK. Only the entry points (cli, server, transports, shell) import this module; `contextgraph serve` over stdio
+imports it after the handshake, through deferred_app.py."""
 
 from __future__ import annotations
 
@@ -136,11 +137,15 @@ def build_services(settings: Settings, c: Constitution, ring: log.LogRing,
     )
 
 
-def build_app(settings: Settings, *, registry: Registry | None = None, configure_logging: bool = True) -> App:
+def build_app(settings: Settings, *, registry: Registry | None = None, configure_logging: bool = True,
+              ring: log.LogRing | None = None) -> App:
+    """`ring`: the log ring logging was already configured with (deferred_app.py); else a new one, configured
+    here unless `configure_logging` is False."""
     c = constitution()
     threadpool_limits(limits=int(c.get("server.blas_threads")), user_api="blas")  # for the whole process
-    ring = log.LogRing(int(c.get("logging.ring_buffer_size")))
-    if configure_logging:
-        log.configure(settings.log_level, ring)
+    if ring is None:
+        ring = log.LogRing(int(c.get("logging.ring_buffer_size")))
+        if configure_logging:
+            log.configure(settings.log_level, ring)
     registry = registry or build_registry(c, settings.profile)
     return App(build_services(settings, c, ring, frozenset(registry.specs)), registry)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import NoReturn
 
 from contextgraph.cli_parser import build_parser
@@ -34,30 +33,13 @@ def _settings(args: argparse.Namespace, **overrides):
     return Settings.from_env(**{**flags, **overrides})
 
 
-@contextmanager
-def _start_up_heap() -> Iterator[None]:
-    """No collections while the server imports and builds its App, and what that made set aside in the permanent
-    generation afterwards. The imports (the MCP SDK's models, numpy, the services) allocate objects that live as
-    long as the process; the collector ran ~290 times over them, ~130 ms of a ~1 s start on two loaded cores,
-    freeing nothing (docs/budgets.md#cpu-budgets). Perception's heap settling collects everything, these
-    included, once the model has loaded."""
-    import gc
-
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
 def _serve(args: argparse.Namespace) -> int:
     if args.workers != 1 and args.worker_inbox is None:
         return _serve_pool(args)
-    with _start_up_heap():
-        import anyio
+    from contextgraph.start_up_heap import start_up_heap
 
-        from contextgraph.app import build_app
+    with start_up_heap():
+        import anyio
 
         settings = _settings(args)
         if settings.auto_dream is None:  # a long-running server dreams on its own unless told not to
@@ -77,7 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
             serve, extra = network.serve_network, (network.transports_of(settings.transport),)
             if args.worker_inbox is not None:  # a worker of a pool: connections come from the front process
                 serve, settings = _as_worker(args, settings)
-        app = build_app(settings)
+        app = _app(settings)
     if settings.transport == "stdio":
         try:
             anyio.run(_until_signalled, serve, app)
@@ -94,6 +76,18 @@ def _serve(args: argparse.Namespace) -> int:
     if failures:
         return 1
     _exit_now(0)
+
+
+def _app(settings):
+    """stdio answers the handshake first and builds the App after it (deferred_app.py); the network transports,
+    which serve many clients and whose start is not waited on by a host, build it before they listen."""
+    if settings.transport == "stdio":
+        from contextgraph.deferred_app import DeferredApp
+
+        return DeferredApp.of_settings(settings)
+    from contextgraph.app import build_app
+
+    return build_app(settings)
 
 
 def _serve_pool(args: argparse.Namespace) -> int:

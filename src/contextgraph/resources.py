@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp.types as types
@@ -24,8 +24,9 @@ from mcp.shared.exceptions import MCPError
 
 from contextgraph.errors import ContextGraphError
 from contextgraph.security.pii import redact_identifier
-from contextgraph.services.container import Services
-from contextgraph.services.introspection.memetic import memetic_status
+
+if TYPE_CHECKING:  # the server imports this module to answer the handshake, before the services load
+    from contextgraph.services.container import Services
 
 SCHEME = "contextgraph://"
 STATUS_URI = SCHEME + "status"
@@ -67,6 +68,8 @@ def list_resource_templates() -> types.ListResourceTemplatesResult:
 
 
 async def status(services: Services) -> dict[str, Any]:
+    from contextgraph.services.introspection.memetic import memetic_status  # loaded with the services by now
+
     s = services
     payload = await memetic_status(s.storage, s.perception, s.cognition, s.workspace, s.constitution,
                                   lambda domain: s.thresholds.value("theta_dup", domain))

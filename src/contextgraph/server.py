@@ -16,7 +16,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
@@ -28,12 +28,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from contextgraph import __version__, resources
-from contextgraph.app import App
+from contextgraph.constitution import Constitution
+from contextgraph.deferred_app import DeferredApp
 from contextgraph.errors import ContextGraphError
+from contextgraph.instructions import system_instructions
 from contextgraph.log import get_logger
 from contextgraph.security.session_label import LABELS
-from contextgraph.tools.dispatch import PULSE_KEY, ToolCallFailed
-from contextgraph.tools.metacog import system_instructions
+from contextgraph.tools.outcome import PULSE_KEY, ToolCallFailed
+
+if TYPE_CHECKING:
+    from contextgraph.app import App
 
 PULSE_META_KEY = "contextgraph/pulse"
 _log = get_logger("server")
@@ -118,12 +122,14 @@ class _ClientLogs:
             _log.debug("log notification not delivered", exc_info=True)
 
 
-def _tool_caller(app: App, bus: InMemorySubscriptionBus, error_results: ErrorResults, client_logs: _ClientLogs,
-                 memory_changed: Callable[[], Awaitable[None]]):
+def _tool_caller(deferred: DeferredApp, bus: InMemorySubscriptionBus, error_results: ErrorResults,
+                 client_logs: _ClientLogs, memory_changed: Callable[[], Awaitable[None]]):
     """The tools/call handler: the dispatcher's outcome as a CallToolResult (the pulse in _meta), a failure as an
     error result or a JSON-RPC error by the session's protocol era, each call logged to the client."""
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams):
+        app = await deferred.get()
+
         async def notify_tools_changed() -> bool:
             await ctx.session.send_tool_list_changed()  # handshake-era sessions
             await bus.publish(ToolsListChanged())  # discover-era listeners
@@ -158,34 +164,37 @@ def _tool_caller(app: App, bus: InMemorySubscriptionBus, error_results: ErrorRes
     return call_tool
 
 
-def build_server(app: App) -> ContextGraphServer:
+def build_server(app: App | DeferredApp) -> ContextGraphServer:
+    """`app` may still be building (deferred_app.py): initialize and tools/list are answered without it, and
+    every other request that needs it waits for it."""
+    deferred = app if isinstance(app, DeferredApp) else DeferredApp.ready(app)
+    c = deferred.constitution
     bus = InMemorySubscriptionBus()  # 2026-07-28 clients receive list_changed only on subscriptions/listen
-    error_results = ErrorResults.from_constitution(app.constitution)
-    subscribers = resources.Subscribers(int(app.constitution.get("transport.log_levels_remembered")))
+    error_results = ErrorResults.from_constitution(c)
+    subscribers = resources.Subscribers(int(c.get("transport.log_levels_remembered")))
 
     async def memory_changed() -> None:
         """After a memory operation: the status and recent resources changed, for their subscribers (both eras)."""
         for uri in resources.CHANGING:
             await bus.publish(ResourceUpdated(uri))
         await subscribers.notify()
-    client_logs = _ClientLogs(int(app.constitution.get("transport.log_levels_remembered")))
+    client_logs = _ClientLogs(int(c.get("transport.log_levels_remembered")))
 
     async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
-        registry = app.registry
         return types.ListToolsResult(
             tools=[
                 types.Tool(
-                    name=spec.name,
-                    description=registry.listed_description(spec),
-                    input_schema=registry.input_schemas[spec.name],
-                    output_schema=spec.output_schema,
-                    _meta={"aliases": list(registry.aliases_of[spec.name])} if registry.aliases_of[spec.name] else None,
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.input_schema,
+                    output_schema=tool.output_schema,
+                    _meta={"aliases": list(tool.aliases)} if tool.aliases else None,
                 )
-                for spec in registry.listed()
+                for tool in await deferred.listed_tools()
             ]
         )
 
-    call_tool = _tool_caller(app, bus, error_results, client_logs, memory_changed)
+    call_tool = _tool_caller(deferred, bus, error_results, client_logs, memory_changed)
 
     # Resources, prompts and completion (resources.py): thin registrations; the reads go through the services.
     async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None):
@@ -195,7 +204,7 @@ def build_server(app: App) -> ContextGraphServer:
         return resources.list_resource_templates()
 
     async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams):
-        return await resources.read_resource(app.services, str(params.uri))
+        return await resources.read_resource((await deferred.get()).services, str(params.uri))
 
     async def subscribe(ctx: ServerRequestContext, params: types.SubscribeRequestParams) -> types.EmptyResult:
         subscribers.subscribe(session_key(ctx), ctx.session, str(params.uri))
@@ -209,10 +218,11 @@ def build_server(app: App) -> ContextGraphServer:
         return resources.list_prompts()
 
     async def get_prompt(ctx: ServerRequestContext, params: types.GetPromptRequestParams):
-        return await resources.get_prompt(app.services, params.name, params.arguments)
+        return await resources.get_prompt((await deferred.get()).services, params.name, params.arguments)
 
     async def complete(ctx: ServerRequestContext, params: types.CompleteRequestParams):
-        return await resources.complete(app.services, params.ref, params.argument.name, params.argument.value)
+        services = (await deferred.get()).services
+        return await resources.complete(services, params.ref, params.argument.name, params.argument.value)
 
     with warnings.catch_warnings():  # logging is deprecated from 2026-07-28; handshake-era clients still use it
         warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -234,20 +244,21 @@ def build_server(app: App) -> ContextGraphServer:
             on_completion=complete,
             on_set_logging_level=client_logs.set_level,
         )
-    server.add_request_handler(IDENTITY_METHOD, types.RequestParams, _identity(app))
-    server.middleware.append(_envelope_middleware(app))
-    server.middleware.append(_handshake_gate(app))  # inside the envelope, so a refused tools/call gets its pulse
+    server.add_request_handler(IDENTITY_METHOD, types.RequestParams, _identity(deferred))
+    server.middleware.append(_envelope_middleware(deferred))
+    server.middleware.append(_handshake_gate(c))  # inside the envelope, so a refused tools/call gets its pulse
     return server
 
 
 IDENTITY_METHOD = "contextgraph/identity"
 
 
-def _identity(app: App):
+def _identity(deferred: DeferredApp):
     """`contextgraph/identity`, after the handshake: which store this server serves (StoreHandle.identity), so
     that `contextgraph call` and the hooks use a server only when it serves the store they were asked for."""
 
     async def identity(ctx: ServerRequestContext, params: types.RequestParams) -> dict[str, Any]:
+        app = await deferred.get()
         try:
             found = await app.services.storage.identity()
         except ContextGraphError as exc:  # a store that does not open: the client cannot match it
@@ -309,7 +320,7 @@ def _handshake_done(ctx: ServerRequestContext) -> bool:
     return connection is None or bool(getattr(connection, "initialize_accepted", True))
 
 
-def _handshake_gate(app: App):
+def _handshake_gate(c: Constitution):
     """A request sent before `initialize` is refused by the SDK with -32602 "Invalid request parameters",
     which sends a client hunting for a bad argument. MCP (lifecycle) says only ping may precede the
     handshake and fixes no code; this keeps the refusal and says what is wrong, as -32600 (the request is
@@ -323,7 +334,7 @@ def _handshake_gate(app: App):
         except MCPError as exc:
             if exc.error.code != types.INVALID_PARAMS:
                 raise
-            entry = app.constitution.error("INVALID_REQUEST")
+            entry = c.error("INVALID_REQUEST")
             raise MCPError(
                 entry.code,
                 f"Not initialized: {ctx.method} was sent before the MCP handshake. Send `initialize`, then the "
@@ -334,9 +345,10 @@ def _handshake_gate(app: App):
     return gate
 
 
-def _envelope_middleware(app: App):
+def _envelope_middleware(deferred: DeferredApp):
     async def envelope(ctx: ServerRequestContext, call_next):
         if ctx.method == "tools/call":
+            app = await deferred.get()  # the pulse of every answer, refusals included, comes from its services
             try:
                 result = await call_next(ctx)
             except MCPError as exc:
@@ -353,12 +365,14 @@ def _envelope_middleware(app: App):
             return result
         result = await call_next(ctx)
         if ctx.method == "tools/list":
-            # The host has what it needs to start; now warm the store and the model in the background.
-            app.services.perception.start_model_load()
+            # The host has what it needs to start; now build the App, then warm the store and the model, in the
+            # background.
+            deferred.when_built(lambda app: app.services.perception.start_model_load())
+            deferred.start()
         if ctx.method == "tools/list" and isinstance(result, dict):
             # The SDK's Tool model drops unknown fields; `aliases` belong on the tool itself (docs/tools.md).
             for tool in result.get("tools", []):
-                aliases = app.registry.aliases_of.get(tool.get("name"), ())
+                aliases = (tool.get("_meta") or {}).get("aliases")
                 if aliases:
                     tool["aliases"] = list(aliases)
         return result

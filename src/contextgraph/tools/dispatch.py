@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -23,37 +22,16 @@ from contextgraph.security.free_text import redact_arguments, report_redactions
 from contextgraph.security.pii import shown_identifier
 from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.tools.context import ToolContext
+from contextgraph.tools.outcome import PULSE_KEY, CallOutcome, ToolCallFailed
 from contextgraph.tools.registry import Registry
 from contextgraph.tools.validation import invalid_params
 
 _log = get_logger("dispatch")
-PULSE_KEY = "_cognitive_pulse"
 # The tools answered before their cognitive work is done, which neither waits for earlier calls' work: their
 # answers do not read the engine state (docs/engine.md#after-the-answer). Every other tool waits for it first.
 ENGINE_FOLLOWS = frozenset({"store_memory", "search_graph"})
 # Told of every finished call: (canonical tool or the name asked for, latency ms, succeeded, the pulse answered).
 CallObserver = Callable[[str, float, bool, Mapping[str, Any] | None], None]
-
-
-class ToolCallFailed(Exception):
-    """A failed call, ready for the wire: JSON-RPC code, model-readable message, data with hint and pulse."""
-
-    def __init__(self, code: int, message: str, data: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-@dataclass(frozen=True, slots=True)
-class CallOutcome:
-    tool: str
-    alias: str | None
-    payload: dict[str, Any]  # carries the pulse under PULSE_KEY
-
-    @property
-    def pulse(self) -> dict[str, Any]:
-        return self.payload[PULSE_KEY]
 
 
 class Dispatcher:

@@ -6,12 +6,12 @@ meta-cognitive, live in navigation.py."""
 from __future__ import annotations
 
 from functools import partial
-from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from contextgraph.constitution import constitution
+from contextgraph.instructions import system_instructions
 from contextgraph.security.free_text import FREE_TEXT
 from contextgraph.services.diagnostics.user_manifest import DOC as MANIFEST_DOC
 from contextgraph.services.introspection.critique import Critique
@@ -24,10 +24,6 @@ if TYPE_CHECKING:  # values from the constitution
     Component = str
 else:
     Component = Literal[("all", *_C.get("logging.components"))]
-
-
-def system_instructions() -> str:
-    return resources.files("contextgraph").joinpath("instructions.md").read_text(encoding="utf-8")
 
 
 class InstructionsArgs(Args):

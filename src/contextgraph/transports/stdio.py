@@ -19,15 +19,19 @@ import contextlib
 import os
 import select
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import ByteReceiveStream
 
-from contextgraph.app import App
+from contextgraph.deferred_app import DeferredApp
 from contextgraph.server import build_server
 from contextgraph.transports.relay import serve_lines
 from contextgraph.transports.wire import read_lines
+
+if TYPE_CHECKING:
+    from contextgraph.app import App
 
 _PIPE_BUF = getattr(select, "PIPE_BUF", 512)  # a write this small to a writable pipe never blocks (POSIX)
 
@@ -104,9 +108,10 @@ def claimed_stdio() -> Iterator[tuple[int, int]]:
         os.close(wire_out)
 
 
-async def serve_stdio(app: App) -> None:
+async def serve_stdio(app: App | DeferredApp) -> None:
     """Serve until stdin ends (after the drain) or the caller is cancelled (a signal); closes the App either
-    way, shielded, so the indexes and the engine state are saved."""
+    way, shielded, so the indexes and the engine state are saved. `contextgraph serve` hands it a DeferredApp:
+    the handshake is answered before the App is built (deferred_app.py)."""
     server = build_server(app)
     c = app.constitution
     try:
