@@ -131,15 +131,19 @@ async def _until_signalled(serve, *args) -> None:
     import anyio
 
     async with anyio.create_task_group() as tg:
-        async def stop_on_signal() -> None:
+        async def stop_on_signal(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
                 async for signum in signals:
                     print(f"contextgraph: {signal.Signals(signum).name} received; saving and stopping",
                           file=sys.stderr)
                     tg.cancel_scope.cancel()
                     return
 
-        tg.start_soon(stop_on_signal)
+        # the handlers are in place before serving starts: a pool worker says "ready" from inside serve, and one
+        # descheduled between saying it and its first await (two loaded cores) took the front's SIGTERM the
+        # default way, unsaved (exit -15, seen in about one stop in four)
+        await tg.start(stop_on_signal)
         await serve(*args)
         tg.cancel_scope.cancel()  # served to the end (stdin closed): stop watching for signals
 

@@ -97,13 +97,16 @@ def configure(level: str, ring: LogRing, stream: TextIO | None = None) -> None:
 
 
 class _StderrLoggerFactory:
-    """Writes to `stream`, or to whatever sys.stderr is at write time (pytest swaps it)."""
+    """Writes to `stream`, or to whatever sys.stderr is at write time (pytest swaps it). Each line is one write
+    of the JSON and its newline (WriteLogger; PrintLogger's print() writes them apart): `serve --workers N`'s
+    processes share one stderr, and two of them logging at once interleaved as `{…}{…}` then two newlines,
+    which no reader of JSON lines can parse."""
 
     def __init__(self, stream: TextIO | None) -> None:
         self.stream = stream
 
-    def __call__(self, *_args: Any) -> structlog.PrintLogger:
-        return structlog.PrintLogger(self.stream or sys.stderr)
+    def __call__(self, *_args: Any) -> structlog.WriteLogger:
+        return structlog.WriteLogger(self.stream or sys.stderr)
 
 
 def get_logger(component: str) -> Any:
