@@ -21,12 +21,18 @@ Models, each fitted on a corpus's tune half only (the kind of query: code vs pro
             intercept) on standardised features: linear, its coefficients fit in a JSON file
   gbdt      a pointwise HistGradientBoostingClassifier (relevant 1, others 0; each query weighted equally)
   logit_nohub  logit without the hubness features (what a search could compute with no change to the store)
+  product   logit over the product's own features (contextgraph/retrieval/head_rescorer.py: fusion, spaces, E6
+            term coverage from the stored buckets with the corpus's idf, E1/E7 head cosines; no hubness, no
+            positions),
+            computed by that module for a head of each K; its test half is replayed through head_rescorer.apply
+            (what Retriever does) and checked against the model's own ranks. --write stores the chosen models in
+            src/contextgraph/retrieval/head_rescorer.json (prose's as the "text" model, code's as "code")
 K, C (logit) and the trees' depth/leaves/iterations (gbdt) are chosen by 5-fold cross-validation over the tune
 half's queries (objective nDCG@10 + R@10, the benchmarks'); the test halves are scored once per chosen model, with
 paired-bootstrap 95% intervals against today's ranking. Kept only if prose's test gain's interval is above zero and
 code's test nDCG@10 falls by no more than 0.003.
 
-Run:  .venv/bin/python benchmarks/bench_head_rescorer.py [--models logit,gbdt] [--name head_rescorer]
+Run:  .venv/bin/python benchmarks/bench_head_rescorer.py [--models logit,logit_nohub,gbdt,product] [--write]
 (~3-10 min on 2 busy cores: pools from learn_fusion's pickle, texts from _corpora; no embedding)
 """
 
@@ -47,9 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from _corpora import corpus
 from _stats import write_result
-from bench_query_feedback import load
-from bench_retrieval_corpora import TOP_K, Bench, bootstrap, metrics, objective
+from bench_query_feedback import Corpus, load
+from bench_retrieval_corpora import TOP_K, Bench, bootstrap, metrics, objective, rank_in
 
+from contextgraph.retrieval import head_rescorer as hr
 from contextgraph.retrieval.analyzer import analyze
 from contextgraph.retrieval.fusion import fuse, minmax, ranks, rerank
 from contextgraph.services.memory.search import LATE, SEMANTIC, SPARSE, SPLADE, RetrievalSettings
@@ -301,10 +308,99 @@ def evaluate(model: str, h: Heads, halves: dict[str, np.ndarray], log: Any) -> d
     return r
 
 
+# --- the product's features (retrieval/head_rescorer.py) ----------------------------------------------------------
+
+def pool_inputs(c: Corpus, s: RetrievalSettings, i: int) -> tuple[np.ndarray, dict[int, np.ndarray], tuple]:
+    """(fused scores of the pool, every space's scores, the rest of head_rescorer.features' arguments)."""
+    bn = c.bench
+    sel, scores, _ = first_pass(bn, s, i)
+    fused = fuse(scores, s.weights_for(bn.texts[i]), s.rrf_k, s.score_weights)
+    docs = (bn.pools[i].seqs[sel] - c.first_seq).tolist()
+    q = np.asarray(c.e6_queries[i].indices, dtype=np.int64)
+    return fused, scores, (q, c.idf[q], [c.e6_docs[d] for d in docs], {sp: c.dense[sp][docs] for sp in hr.DENSE})
+
+
+def product_heads(c: Corpus, h: Heads, s: RetrievalSettings) -> dict[int, Heads]:
+    """The product's features of each query's head of each K (its gaps are over the head it re-scores)."""
+    xs: dict[int, list[np.ndarray]] = {k: [] for k in HEADS}
+    for i in range(len(c.bench.pools)):
+        fused, scores, (q, idf, doc_terms, dense) = pool_inputs(c, s, i)
+        order = np.argsort(-fused, kind="stable")
+        for k in HEADS:
+            xs[k].append(hr.features(fused, scores, order[:k], q, idf, doc_terms, dense))
+    return {k: dataclasses.replace(h, x=x, names=list(hr.FEATURES)) for k, x in xs.items()}
+
+
+def product_ranks(c: Corpus, s: RetrievalSettings, idx: np.ndarray, model: hr.HeadModel) -> np.ndarray:
+    """Stages 3-5 as Retriever.rank with the head re-scorer applied to the fused scores."""
+    bn = c.bench
+    out = np.zeros(len(idx), dtype=np.int64)
+    for row, i in enumerate(idx.tolist()):
+        sel, scores, _ = first_pass(bn, s, i)
+        fused, _, (q, idf, doc_terms, dense) = pool_inputs(c, s, i)
+        fused = hr.apply(fused, scores, q, idf, doc_terms, dense, model)
+        order, _ = rerank(fused, scores[LATE], max(s.rerank_head, TOP_K), s.rerank_weight)
+        out[row] = rank_in(bn.pools[i].seqs[sel[order[:TOP_K]]].tolist(), int(bn.relevant[i]))
+    return out
+
+
+def evaluate_product(c: Corpus, h: Heads, s: RetrievalSettings, log: Any) -> tuple[dict[str, Any], hr.HeadModel]:
+    by_k = product_heads(c, h, s)
+    halves = c.bench.halves
+    tune, test = halves["tune"], halves["test"]
+    trials = []
+    pos = {q: r for r, q in enumerate(tune.tolist())}
+    for k, p in grid("logit"):
+        found = np.zeros(len(tune), dtype=np.int64)
+        for train, held in folds(tune):
+            score, _ = fit_logit(by_k[k], train, k, p)
+            found[[pos[q] for q in held.tolist()]] = rescored_ranks(by_k[k], held, k, score)
+        trials.append({"k": k, "params": p, "cv_objective": round(objective(found), 4), "cv": metrics(found)})
+        log(f"   [{h.name}] product k {k} C {p}: CV {trials[-1]['cv_objective']:.4f}")
+    best = max(trials, key=lambda t: t["cv_objective"])
+    k, p = best["k"], best["params"]
+    _, coef = fit_logit(by_k[k], tune, k, p)
+    model = hr.HeadModel(k, coef)
+    r: dict[str, Any] = {"trials": trials, "chosen": {"k": k, "params": p}}
+    for half, idx in (("tune", tune), ("test", test)):
+        after = product_ranks(c, s, idx, model)
+        if half == "test":
+            assert (after == rescored_ranks(by_k[k], idx, k, model.score)).all(), "apply() is not the model"
+        r[half] = {"before": metrics(h.first[idx]), "after": metrics(after),
+                   "after_minus_before": bootstrap(h.first[idx], after)}
+    r["coef"] = dict(zip(hr.FEATURES, np.round(coef, 5).tolist()))
+    r["apply_ms_per_query"] = round(_apply_ms(c, s, test[:300], model), 4)
+    log(f"[{h.name}] product chosen k {k} C {p}: test {r['test']}, apply {r['apply_ms_per_query']} ms/query")
+    return r, model
+
+
+def _apply_ms(c: Corpus, s: RetrievalSettings, idx: np.ndarray, model: hr.HeadModel) -> float:
+    """Milliseconds per query of head_rescorer.apply alone (features and model), its inputs made beforehand."""
+    inputs = [pool_inputs(c, s, i) for i in idx.tolist()]
+    t0 = perf()
+    for fused, scores, (q, idf, doc_terms, dense) in inputs:
+        hr.apply(fused, scores, q, idf, doc_terms, dense, model)
+    return (perf() - t0) * 1e3 / max(len(inputs), 1)
+
+
+def write_models(models: dict[str, hr.HeadModel], trail: dict[str, Any]) -> Path:
+    import json
+
+    path = Path(hr.__file__).with_name("head_rescorer.json")
+    kinds = {"prose": "text", "code": "code"}
+    data = {"fitted_by": "benchmarks/bench_head_rescorer.py --models product --write (tune halves only)",
+            "features": list(hr.FEATURES),
+            "models": {kinds[n]: {"head": m.head, "C": trail[n]["chosen"]["params"],
+                                  "coef": [round(float(x), 6) for x in m.coef]} for n, m in models.items()}}
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--name", default="head_rescorer")
-    ap.add_argument("--models", default="logit,logit_nohub,gbdt")
+    ap.add_argument("--models", default="logit,logit_nohub,gbdt,product")
+    ap.add_argument("--write", action="store_true", help="store the product model in retrieval/head_rescorer.json")
     args = ap.parse_args(argv)
 
     def log(m: str) -> None:
@@ -322,7 +418,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"[{bn.name}] heads and features in {perf() - t0:.0f} s; first pass test {metrics(check)}")
     results: dict[str, Any] = {"features": hs["prose"].names, "models": {}}
     for model in args.models.split(","):
-        res: dict[str, Any] = {name: evaluate(model, h, halves[name], log) for name, h in hs.items()}
+        if model == "product":
+            res, fitted = {}, {}
+            for c in corpora:
+                res[c.bench.name], fitted[c.bench.name] = evaluate_product(c, hs[c.bench.name], base, log)
+            if args.write:
+                log(f"models written to {write_models(fitted, res)}")
+        else:
+            res = {name: evaluate(model, h, halves[name], log) for name, h in hs.items()}
         res["kept"] = bool(res["prose"]["test"]["after_minus_before"]["ndcg@10"][0] > 0
                            and res["code"]["test"]["after_minus_before"]["ndcg@10"][2] >= -0.003)
         results["models"][model] = res
