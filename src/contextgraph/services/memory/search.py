@@ -5,7 +5,8 @@
     S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2, weighted per
         query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
         without E1's duplicate votes (E8/E10 where they rank like E1, docs/retrieval.md), plus score-level fusion of the
-        normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
+        normalised E6 BM25 and E1 cosine (retrieval/fusion.py); then the learned head re-scorer re-orders the fused
+        best 30 (retrieval/head_rescorer.py, `head_rescorer`)
     S4  purpose: once a north star exists (auto_bootstrap_north_star), a bounded re-rank toward the store goal the
         query belongs to, nothing dropped; `stage4="filter"` drops the candidates aligned below the threshold
         instead, and a query can opt out (services/memory/stage4.py). Without a star nothing is computed and the
