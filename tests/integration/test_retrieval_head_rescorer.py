@@ -31,7 +31,8 @@ QUERIES = ["why did the container crash", "parse command line arguments", "http 
 
 
 async def test_the_rescored_answer_is_the_fused_head_dealt_in_the_models_order(call, app):
-    for text in TEXTS:
+    for text in [f"{t}{suffix}" for suffix in ("", "\nNoted again.", "\nSee also the runbook.", "\nFrom the review.")
+                 for t in TEXTS]:  # more candidates than the models' heads (30): a shorter list is left as fused
         await call("store_memory", {"content": text, "rationale": WHY,
                                     "modality": "code" if text.startswith(("def ", "class ")) else "text"})
     storage, memory = app.services.storage, app.services.memory

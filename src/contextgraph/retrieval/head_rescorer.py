@@ -17,7 +17,7 @@ candidate outside it keeps its score: stages 4 and 5 and the answer's scores wor
 The coefficients (head_rescorer.json beside this module) are fitted by benchmarks/bench_head_rescorer.py on the
 tune halves of the retrieval corpora (code: stdlib functions, text: Debian package descriptions), a pairwise
 logistic regression per corpus, and chosen by cross-validation there; a head whose memories are mostly of a kind
-without a model (images, audio...) is left as fused.
+without a model (images, audio...), or a search with fewer candidates than the model's head, is left as fused.
 """
 
 from __future__ import annotations
@@ -162,10 +162,12 @@ def rescore(fused: np.ndarray, head: np.ndarray, model_scores: np.ndarray) -> np
 
 def apply(fused: np.ndarray, scores: Mapping[int, np.ndarray], query_terms: np.ndarray, query_idf: np.ndarray,
           doc_terms: Sequence, dense: Mapping[int, np.ndarray], model: HeadModel) -> np.ndarray:
-    """Stage 3's fused scores after the model re-scores their best `model.head`."""
-    head = np.argsort(-np.asarray(fused), kind="stable")[:model.head]
-    if len(head) < 2:
+    """Stage 3's fused scores after the model re-scores their best `model.head`; unchanged when there are fewer
+    candidates than that: the model was fitted on full heads only (the corpora's pools hold 50 or more), and its
+    features (places, gaps to the head's best, closeness to the head's first five) mean something else over a few."""
+    if len(fused) < max(model.head, 2):
         return fused
+    head = np.argsort(-np.asarray(fused), kind="stable")[:model.head]
     x = features(fused, scores, head, query_terms, query_idf, doc_terms, dense)
     return rescore(fused, head, model.score(x))
 

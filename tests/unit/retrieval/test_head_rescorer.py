@@ -60,6 +60,12 @@ def test_a_model_on_coverage_lifts_the_covering_memories_within_its_head_only():
     assert sorted(out[:5].tolist()) == sorted(fused[:5].tolist())
 
 
+def test_fewer_candidates_than_the_models_head_are_left_as_fused():
+    fused, scores, q, idf, docs, dense = pool(n=8)
+    assert hr.apply(fused, scores, q, idf, docs, dense, one_hot_model("cov", head=9)) is fused
+    assert hr.apply(fused, scores, q, idf, docs, dense, one_hot_model("cov", head=8)) is not fused
+
+
 def test_a_zero_model_changes_nothing():
     fused, scores, q, idf, docs, dense = pool()
     model = hr.HeadModel(5, np.zeros(len(hr.FEATURES)))
