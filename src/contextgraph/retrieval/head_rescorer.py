@@ -122,7 +122,7 @@ def _dense_columns(vectors: np.ndarray, head: np.ndarray) -> list[np.ndarray]:
     """Each head memory's cosine to the head's best (the best's to the second) and its mean cosine to the head's
     first five, itself left out."""
     k = len(head)
-    d = np.asarray(vectors, dtype=np.float32)[head]
+    d = np.asarray(vectors)[head].astype(np.float32)
     sim = (d @ d[:5].T).astype(np.float64)  # [k, min(k, 5)]
     best = sim[:, 0].copy()
     best[0] = sim[0, 1] if k > 1 else 0.0
