@@ -10,6 +10,23 @@ Two corpora, one relevant document per query:
          long descriptions of 25..250 words, synopses of ≥ 3 words that no earlier package used, no
          transitional/dummy/debug-symbol packages; a seeded sample of --prose-docs of them.
 
+Two held-out corpora, for EVALUATION ONLY (benchmarks/bench_held_out.py): nothing may be fitted or tuned on them
+(not the fusion, not the head re-scorer, not a threshold); they exist to show whether what was fitted on code/prose
+carries over to text it never saw.
+  man         system manual pages on this machine (/usr/share/man/man1..man8, gzipped groff, man(7) macros; mdoc
+              pages and `.so` redirects left out): query = the NAME line's description (after "\\-"), document =
+              the DESCRIPTION section's text, requests dropped (the words of the font macros .B/.I/.BR/... kept),
+              escapes (\\fB, \\-, \\(em, ...) resolved; descriptions of 25..300 words, queries of >= 3 words, one page
+              per distinct query and per distinct description (first in path order), the Google Cloud SDK's
+              generated gcloud_* pages left out (4,000 near-identical templates of one CLI); seeded sample of n.
+  thirdparty  (first docstring sentence -> function source without docstring) pairs, _workload.function_pairs, of
+              the packages that the E7 code encoder's training held out whole (code_encoder_data.DEV_PACKAGES:
+              networkx from the venv, flask/paramiko/marshmallow from code_encoder_data.EXTRA_DIR, installed by
+              `code_encoder_data.py --fetch`). E7 never trained on them but its model selection read them (they are
+              its dev split); the re-scorer, fitted on the stdlib, never saw them. Pairs whose query or code equals a
+              stdlib pair's are dropped; every pair of the three small packages is kept, networkx's sampled (seeded)
+              to fill n.
+
 The cache (benchmarks/results/fingerprints/<corpus>-<key>.pkl, gitignored) holds every document's and query's
 full fingerprint from the pipeline plus the token ids of its forward, keyed by the corpus texts and the
 backbone (fp32/int8). Spaces whose embedders changed since (the lexical ones, E6 and E13) are recomputed from the
@@ -18,6 +35,7 @@ text and token ids by `refresh_lexical`, so changing an analyzer does not mean r
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import pickle
 import random
@@ -99,8 +117,134 @@ def prose_corpus(n_docs: int = 2400, seed: int = 20261126) -> CorpusData:
     return CorpusData("prose", "text", [eligible[i] for i in chosen])
 
 
+# --- held-out corpora: evaluation only, never fit or tune anything on them ----------------------------------------
+
+MAN_ROOT = Path("/usr/share/man")
+MAN_SECTIONS = ("man1", "man2", "man3", "man4", "man5", "man6", "man7", "man8")
+_FONT_MACROS = frozenset({"B", "I", "BR", "BI", "IB", "IR", "RB", "RI", "SM", "SB"})
+_GROFF_NAMED = {"em": "\u2014", "en": "\u2013", "aq": "'", "lq": '"', "rq": '"', "oq": "'", "cq": "'", "dq": '"',
+                "bu": "\u2022", "co": "\u00a9", "rg": "\u00ae", "tm": "\u2122", "mi": "-", "hy": "-", "ti": "~",
+                "ha": "^", "rs": "\\", "dg": "\u2020", "de": "\u00b0", "mu": "\u00d7", "<=": "<=", ">=": ">=",
+                "->": "->", "<-": "<-", "ga": "`", "aa": "'", "Fo": "\u00ab", "Fc": "\u00bb", "pl": "+", "eq": "="}
+_GROFF_SINGLE = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "'": "'", "`": "`", ".": ".",
+                 "(": "("}
+_GROFF_ESCAPE = re.compile(
+    r"\\f(?:\(..|\[[^\]]*\]|.)"  # fonts: \fB \f(CW \f[B]
+    r"|\\s[+-]?(?:\d|\(\d\d|\[\d*\])"  # sizes
+    r"|\\[*]?\((..)"  # named characters and strings: \(em, \*(lq
+    r"|\\[*]?\[([^\]]*)\]"  # \[em], \*[lq]
+    r"|\\\*(.)"  # one-character strings: \*R
+    r"|\\[kgnYmM](?:\(..|\[[^\]]*\]|.)"  # registers and colours
+    r"|\\[hvwlLxbNoDXZARCS]'[^']*'"  # motions and the like: \h'...'
+    r"|\\(.)", re.S)
+
+
+def _groff_escape(m: re.Match[str]) -> str:
+    name = m.group(1) or m.group(2)
+    if name is not None:
+        return _GROFF_NAMED.get(name, "")
+    if m.group(3) is not None:
+        return {"R": "\u00ae", "q": '"'}.get(m.group(3), "")
+    return "" if m.group(4) is None else _GROFF_SINGLE.get(m.group(4), "")
+
+
+def groff_text(line: str) -> str:
+    """A line of groff with its comment cut and its escapes resolved (fonts, sizes, motions dropped)."""
+    return _GROFF_ESCAPE.sub(_groff_escape, line.split('\\"')[0])
+
+
+def _man_sections(source: str) -> dict[str, list[str]]:
+    """Section title -> its text lines: requests dropped, the words of the font macros (.B, .I, .BR, ...) kept."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for raw in source.splitlines():
+        if raw.startswith((".SH", "'SH")):
+            current = " ".join(groff_text(raw[3:]).replace('"', " ").split()).upper()
+            out.setdefault(current, [])
+        elif current is None:
+            continue
+        elif raw.startswith((".", "'")):
+            parts = raw[1:].split(None, 1)
+            if len(parts) == 2 and parts[0] in _FONT_MACROS:
+                out[current].append(" ".join(a or b for a, b in re.findall(r'"([^"]*)"|(\S+)', parts[1])))
+        else:
+            out[current].append(raw)
+    return out
+
+
+def _man_records(root: Path = MAN_ROOT) -> list[tuple[str, str, str]]:
+    """(section/page, NAME description, DESCRIPTION text) of every man(7) page under `root`, in path order."""
+    out = []
+    for section in MAN_SECTIONS:
+        for path in sorted((root / section).glob("*.gz")):
+            if path.is_symlink():
+                continue
+            try:
+                source = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
+            except (OSError, EOFError):
+                continue
+            if source.lstrip().startswith(".so ") or "\n.Sh " in source or "\n.Dd" in source:
+                continue  # a redirect to another page, or an mdoc page (a macro set of its own)
+            sections = _man_sections(source)
+            name = " ".join(groff_text(" ".join(sections.get("NAME", []))).split())
+            dash = re.search(r"\s[-\u2013\u2014]+\s", " " + name)
+            if dash and sections.get("DESCRIPTION"):
+                out.append((f"{section}/{path.name[:-3]}", name[dash.end() - 1 :].strip(),
+                            " ".join(groff_text(" ".join(sections["DESCRIPTION"])).split())))
+    return out
+
+
+def man_corpus(n_docs: int = 1000, seed: int = 20261127) -> CorpusData:
+    """EVALUATION ONLY (see the module's docstring): manual pages, NAME description -> DESCRIPTION."""
+    seen_q: set[str] = set()
+    seen_d: set[str] = set()
+    eligible: list[Item] = []
+    for where, query, text in _man_records():
+        q_key, d_key = query.lower(), text.lower()
+        if q_key in seen_q or d_key in seen_d:
+            continue
+        seen_q.add(q_key)
+        seen_d.add(d_key)
+        if where.split("/")[1].startswith("gcloud") or not 25 <= len(text.split()) <= 300 or len(query.split()) < 3:
+            continue
+        eligible.append(Item(query, text, where))
+    chosen = sorted(random.Random(seed).sample(range(len(eligible)), min(n_docs, len(eligible))))
+    return CorpusData("man", "text", [eligible[i] for i in chosen])
+
+
+def thirdparty_corpus(n_docs: int = 1000, seed: int = 20261127) -> CorpusData:
+    """EVALUATION ONLY (see the module's docstring): E7's held-out packages, docstring sentence -> function."""
+    from _workload import function_pairs
+    from code_encoder_data import DEV_PACKAGES, EXTRA_DIR, SITE, SKIP_DIRS
+
+    stdlib = function_pairs()
+    stdlib_q = {p.query.lower() for p in stdlib}
+    stdlib_d = {" ".join(p.document.split()) for p in stdlib}
+    seen_q: set[str] = set()
+    seen_d: set[str] = set()
+    by_package: dict[str, list[Item]] = {}
+    for name in DEV_PACKAGES:
+        root = SITE / name if (SITE / name).is_dir() else EXTRA_DIR / name
+        if not root.is_dir():
+            raise SystemExit(f"{name} is neither in the venv nor in {EXTRA_DIR}: run code_encoder_data.py --fetch")
+        for p in function_pairs(root=root, skip=SKIP_DIRS):
+            q_key, d_key = p.query.lower(), " ".join(p.document.split())
+            if q_key in seen_q or d_key in seen_d or q_key in stdlib_q or d_key in stdlib_d:
+                continue
+            seen_q.add(q_key)
+            seen_d.add(d_key)
+            by_package.setdefault(name, []).append(Item(p.query, p.document, f"{name}/{p.where}"))
+    largest = max(by_package, key=lambda k: len(by_package[k]))
+    items = [it for name, its in by_package.items() if name != largest for it in its]
+    rest = by_package[largest]
+    fill = sorted(random.Random(seed).sample(range(len(rest)), max(0, min(len(rest), n_docs - len(items)))))
+    items += [rest[i] for i in fill]
+    return CorpusData("thirdparty", "code", items[:n_docs])
+
+
 def corpus(name: str, **kw: Any) -> CorpusData:
-    return {"code": code_corpus, "prose": prose_corpus}[name](**kw)
+    return {"code": code_corpus, "prose": prose_corpus, "man": man_corpus,
+            "thirdparty": thirdparty_corpus}[name](**kw)
 
 
 # --- the fingerprint cache -----------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@
     S3  Reciprocal Rank Fusion Σᵢ wᵢ/(k + rankᵢ) over the 13 spaces, for the union of S1 and S2, weighted per
         query (retrieval/query_kind.py: temporal spaces only for time queries, code vs prose, question vs keyword),
         without E1's duplicate votes (E8/E10 where they rank like E1, docs/retrieval.md), plus score-level fusion of the
-        normalised E6 BM25 and E1 cosine (retrieval/fusion.py)
+        normalised E6 BM25 and E1 cosine (retrieval/fusion.py); then the learned head re-scorer re-orders the fused
+        best 30 (retrieval/head_rescorer.py, `head_rescorer`)
     S4  purpose: once a north star exists (auto_bootstrap_north_star), a bounded re-rank toward the store goal the
         query belongs to, nothing dropped; `stage4="filter"` drops the candidates aligned below the threshold
         instead, and a query can opt out (services/memory/stage4.py). Without a star nothing is computed and the
@@ -28,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from contextgraph.fingerprint import SPACES, Fingerprint
+from contextgraph.fingerprint import MODALITIES, SPACES, Fingerprint, Sparse
 from contextgraph.gwt.binding import context_agreements
 from contextgraph.retrieval.fusion import fuse, ranks, rerank
+from contextgraph.retrieval.head_rescorer import DENSE, MODALITY_SPACE, rescore_head
 from contextgraph.retrieval.modulation import NEUTRAL, Modulation, reweight, sharpen, spread, widened
 from contextgraph.retrieval.query_kind import classify, query_weights
 from contextgraph.retrieval.similarity import context_similarities
@@ -63,6 +65,7 @@ class RetrievalSettings:
     temporal_only_when_asked: bool = False
     stage4_mode: str = "rerank"  # what stage4=true means: "rerank" (bounded, nothing dropped) or "filter"
     stage4_bound: float = 0.1  # the re-rank's largest change of a fused score, ±β (teleology.goals)
+    head_rescorer: bool = False  # stage 3's learned re-scorer of the fused head (retrieval/head_rescorer.py)
 
     @classmethod
     def from_constitution(cls, c: Any) -> RetrievalSettings:
@@ -85,6 +88,7 @@ class RetrievalSettings:
             temporal_only_when_asked=bool(r.get("temporal_only_when_asked", False)),
             stage4_mode=_stage4_mode(str(r.get("stage4_mode", "rerank"))),
             stage4_bound=float(r.get("stage4_bound", 0.1)),
+            head_rescorer=bool(r.get("head_rescorer", False)),
         )
 
     def weights_for(self, query_text: str | None) -> dict[int, float]:
@@ -255,6 +259,10 @@ class Retriever:
         rrf_k = s.rrf_k * mod.temperature
         space_ranks = {space: ranks(values) for space, values in scores.items()}
         fused = fuse(scores, weights, rrf_k, score_weights, space_ranks)
+        if s.head_rescorer:
+            terms, idf = self._query_terms(query[SPARSE])
+            fused = rescore_head(fused, scores, terms, idf, columns[SPARSE],
+                                 {sp: columns[sp] for sp in DENSE}, columns[MODALITY_SPACE], MODALITIES)
         unexplored = fused
         if mod.spread > 0:  # noradrenaline: the best hits' graph neighbours get a share of their scores
             fused = spread(fused, head_links(self.store, fused, seqs, mod.explore_head), mod.spread)
@@ -318,6 +326,16 @@ class Retriever:
         chosen = [i for i in reranked.tolist()
                   if scores[SEMANTIC][i] >= min_similarity and np.isfinite(fused[i])][:top_k]
         return chosen, dict(zip(reranked.tolist(), final.tolist()))
+
+    def _query_terms(self, vector: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The query's E6 terms and each one's idf in the store: a one-term document with tf 1 scores exactly its
+        idf under BM25 with k1 = 1, b = 0 (what either backend's score_sparse computes from its own statistics)."""
+        if not isinstance(vector, Sparse) or not len(vector):
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        ones = np.ones(1, dtype=np.float32)
+        docs = [Sparse(np.array([t], dtype=np.int32), ones) for t in vector.indices.tolist()]
+        return (np.asarray(vector.indices, dtype=np.int64),
+                self.indexes.score_sparse(SPARSE, vector, docs, k1=1.0, b=0.0))
 
     def _mode(self, stage4: bool | str) -> str | None:
         """stage4 as asked: true the configured mode (rerank unless the constitution says otherwise), false off
