@@ -11,12 +11,16 @@ import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from contextgraph.embedders.base import Encoded
 from contextgraph.embedders.model_info import ModelInfo
 from contextgraph.errors import EmbeddingError
+
+if TYPE_CHECKING:  # cuda_graphs imports torch: never at this module's import
+    from contextgraph.embedders.cuda_graphs import GraphedEncoder
 
 BATCH_SIZE = 32  # texts per forward: larger batches pad more and gain nothing on two cores
 GPU_BATCH_SIZE = 256  # on a GPU the forward is cheap per text and the launch is not: fill the device
@@ -199,7 +203,7 @@ class TorchBackbone(_TokenizingBackbone):
         self.runtime = f"torch-{self._device.type}" + ("" if name == "float32" else f"-{name}")
         self._graphed = self._graphed_encoder() if on_gpu and cuda_graphs else None
 
-    def _graphed_encoder(self):  # -> GraphedEncoder | None (cuda_graphs imports torch: not at module level)
+    def _graphed_encoder(self) -> GraphedEncoder | None:
         """Single texts (a store's, a search's query) replayed from CUDA graphs when the model is a BERT encoder
         (embedders/cuda_graphs.py); batches keep transformers' forward."""
         from contextgraph.embedders.cuda_graphs import GraphedEncoder, bert_weights
