@@ -49,8 +49,11 @@ def bench_settings(home: Path | str, *, int8: bool = False, log_level: str = "er
               "CONTEXTGRAPH_LOG_LEVEL": log_level, **env}
     if int8:
         values["CONTEXTGRAPH_INT8"] = "1"
-    if os.environ.get("CONTEXTGRAPH_CODE_MODEL"):  # E7's encoder: compare "shared" (before it) with the default
-        values.setdefault("CONTEXTGRAPH_CODE_MODEL", os.environ["CONTEXTGRAPH_CODE_MODEL"])
+    # the model settings from the environment: E7's encoder (compare "shared", before it, with the default), and
+    # a lent GPU's (benchmarks/device_gpu.sh server: the model directory, the device)
+    for key in ("CONTEXTGRAPH_CODE_MODEL", "CONTEXTGRAPH_MODEL_DIR", "CONTEXTGRAPH_DEVICE", "CONTEXTGRAPH_RUNTIME"):
+        if os.environ.get(key):
+            values.setdefault(key, os.environ[key])
     return Settings.from_env(values)
 
 

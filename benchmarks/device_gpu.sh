@@ -4,6 +4,10 @@
 #   here:   bash benchmarks/device_gpu.sh prepare     # builds .gpu/ (ignored through .git/info/exclude)
 #   there:  run(command="bash benchmarks/device_gpu.sh run", carry=[".gpu"])   [BENCH_ARGS="..." to override]
 #
+# and for the server's path (store/search through the dispatcher on a 1K store, bench_after_answer.py):
+#   here:   bash benchmarks/device_gpu.sh prepare-server   # + cp312 wheels of the storage and logging needs
+#   there:  run(command="bash benchmarks/device_gpu.sh server", carry=[".gpu"])   [FILL=1000 OPS=60]
+#
 # Why the preparation: the device machine reaches no package index and takes at most 64 MiB of working tree, of
 # which the repository (E7's shipped code model: 21.6 MB) takes ~26 MB. Its image has torch, transformers,
 # onnxruntime, tokenizers, numpy and PyYAML for Python 3.12, not PyStemmer (the analyzer's stemmer), so a cp312
@@ -39,7 +43,7 @@ PY
     du -sh .gpu
 }
 
-run() {
+setup() {
     export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 CONTEXTGRAPH_MODEL_CACHE=/tmp/cg-model-cache
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
     python3 -V; nproc
@@ -56,6 +60,10 @@ widened = {k: (v.astype(np.float32) if v.dtype == np.float16 else v) for k, v in
 widened[WORDS] = weights[WORDS + ".int8"].astype(np.float32) * weights[WORDS + ".scale"]
 save_file(widened, "/tmp/model/model.safetensors")
 PY
+}
+
+run() {
+    setup
     # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments
     # results/ is written as each part ends: a run cut short still brings back what it measured
     export CONTEXTGRAPH_BENCH_RESULTS="${OUT:-/tmp}"
@@ -64,8 +72,45 @@ PY
         --name embedding-gpu 2>&1 | grep -v "^Loading weights" | tee "${OUT:-/tmp}/log.txt"
 }
 
+
+server() {
+    # the server's path on the device, in process through the dispatcher (bench_after_answer.py): store_memory
+    # and search_graph on a 1K store filled there, CONTEXTGRAPH_DEVICE=cuda. Needs `prepare-server` here first:
+    # cp312 wheels of lmdb, pydantic, structlog and their needs, and hnswlib's source (built there, ~1 min)
+    setup
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl2/*.whl
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target /tmp/site \
+        .gpu/sdist/hnswlib-*.tar.gz
+    export CONTEXTGRAPH_DEVICE=cuda CONTEXTGRAPH_MODEL_DIR=/tmp/model CONTEXTGRAPH_BENCH_RESULTS="${OUT:-/tmp}"
+    CONTEXTGRAPH_CODE_MODEL=$(python3 -c "from pathlib import Path; from contextgraph.embedders import code_model; \
+print(code_model.assemble(Path('/tmp/model'), Path('$CONTEXTGRAPH_MODEL_CACHE')))")
+    export CONTEXTGRAPH_CODE_MODEL
+    python3 benchmarks/bench_after_answer.py --fill "${FILL:-1000}" --template /tmp/cg-fill 2>&1 | tail -3
+    python3 benchmarks/bench_after_answer.py --template /tmp/cg-fill --ops "${OPS:-60}" 2>&1 \
+        | grep -v "^Loading weights" | tee "${OUT:-/tmp}/server.txt"
+}
+
+prepare_server() {
+    mkdir -p .gpu/whl2 .gpu/sdist
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .gpu/whl2 "$(_pin lmdb)" "$(_pin pydantic)" "$(_pin pydantic_core)" "$(_pin annotated-types)" \
+        "$(_pin typing-inspection)" "$(_pin structlog)"
+    # an sdist's metadata is built even to download it: with pybind11 at hand and no isolation
+    .venv/bin/python -m pip install -q --target /tmp/cg-pybind11 pybind11 setuptools wheel
+    PYTHONPATH=/tmp/cg-pybind11 .venv/bin/python -m pip download -q --no-deps --no-binary=:all: \
+        --no-build-isolation -d .gpu/sdist "$(_pin hnswlib)"
+    du -sh .gpu
+}
+
+_pin() {
+    echo "$1==$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('$1'))")"
+}
+
 case "${1:-}" in
     prepare) prepare ;;
+    prepare-server) prepare_server ;;
     run) run ;;
-    *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+    server) server ;;
+    *) echo "usage: $0 prepare|prepare-server|run|server" >&2; exit 2 ;;
 esac
