@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,6 +62,7 @@ TIMELINES: dict[int, Timeline] = {
 BORROWED: dict[int, Borrowed] = {8: Borrowed(1, cosine_scores), 10: Borrowed(1, cosine_scores)}
 DERIVED_SCORE: dict[int, Similarity] = {**{space: t.score for space, t in TIMELINES.items()},
                                         **{space: b.score for space, b in BORROWED.items()}}
+POOL_MIN, POOL_FACTOR = 64, 4  # a derived space re-scores max(64, 4k) candidates for its k nearest
 _MAX_DEPTH = 16  # a timeline query's windows stop widening at this many pool sizes each way (TimelineIndex)
 # the windows start at least this deep: with a small pool (size 1) and many memories on one coordinate (one
 # session), 16 × size could not reach past the tie and the pool missed the nearest (a property test found it);
@@ -247,6 +248,18 @@ class TimelineIndex(_Membership):
             self._mark(seqs)
         self.settle()
         return self
+
+
+def candidate_pool(index: TimelineIndex | BorrowedIndex, leader: Any, query: np.ndarray, k: int,
+                   dropped: int = 0) -> list[int]:
+    """A derived space's candidates for its k nearest, `dropped` of which the caller leaves out: E2-E4's from the
+    timeline, E8/E10's from `leader`, their leader's DenseIndex (E1's graph; None before it exists)."""
+    size = max(POOL_MIN, POOL_FACTOR * (k - dropped)) + dropped if k > 0 else 0
+    if isinstance(index, TimelineIndex):
+        return index.pool(query, size)
+    if leader is None or not size:
+        return []
+    return [seq for seq, _ in leader.search(query[: leader.dim], size) if index.holds(seq)]
 
 
 def _sorted_by(values: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

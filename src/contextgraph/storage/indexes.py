@@ -36,7 +36,7 @@ from contextgraph.log import get_logger
 from contextgraph.storage import save_dirs
 from contextgraph.storage.base import MemoryStore
 from contextgraph.storage.binary_index import BinaryIndex
-from contextgraph.storage.derived_index import DERIVED_SCORE, BorrowedIndex, TimelineIndex
+from contextgraph.storage.derived_index import DERIVED_SCORE, BorrowedIndex, TimelineIndex, candidate_pool
 from contextgraph.storage.hnsw_index import DenseIndex
 from contextgraph.storage.index_feed import rewritten_spaces, scan_batches
 from contextgraph.storage.index_files import (
@@ -59,7 +59,6 @@ from contextgraph.storage.sparse_index import SparseIndex
 __all__ = ["INDEXED_SPACES", "IndexSet", "saved_set_problems"]  # what callers import from here
 
 _BATCH = 512  # oplog entries (and fingerprints) per catch-up round; rebuild adds this many per index call
-_POOL_MIN, _POOL_FACTOR = 64, 4  # a derived space re-scores max(64, 4k) candidates for its k nearest
 
 Progress = Callable[[int, int], None]  # (memories done, total)
 _log = get_logger("storage")
@@ -129,22 +128,14 @@ class IndexSet:
                 elif closeness and isinstance(index, TimelineIndex):
                     out[space] = index.nearest(dense(query), k)
                 elif isinstance(index, TimelineIndex | BorrowedIndex):
-                    pools[space] = self._pool(index, dense(query), k, dropped)
+                    leader = self._indexes.get(getattr(index, "leader", -1))
+                    pools[space] = candidate_pool(index, leader if isinstance(leader, DenseIndex) else None,
+                                                  dense(query), k, dropped)
                 else:
                     out[space] = index.search(dense(query), k)
             if pools:
                 out.update(self._rescore({space: dense(queries[space]) for space in pools}, pools, k))
         return out
-
-    def _pool(self, index: TimelineIndex | BorrowedIndex, query: np.ndarray, k: int, dropped: int = 0) -> list[int]:
-        """A derived space's candidates for its k nearest, `dropped` of which the caller leaves out."""
-        size = max(_POOL_MIN, _POOL_FACTOR * (k - dropped)) + dropped if k > 0 else 0
-        if isinstance(index, TimelineIndex):
-            return index.pool(query, size)
-        leader = self._indexes.get(index.leader)
-        if not isinstance(leader, DenseIndex) or not size:
-            return []
-        return [seq for seq, _ in leader.search(query[: leader.dim], size) if index.holds(seq)]
 
     def _rescore(self, queries: Mapping[int, np.ndarray], pools: Mapping[int, list[int]],
                  k: int) -> dict[int, list[tuple[int, float]]]:
@@ -183,6 +174,14 @@ class IndexSet:
         with self._lock.read():
             index = self._indexes.get(space)
             return (index if isinstance(index, SparseIndex) else SparseIndex()).score(query, docs, **bm25)
+
+    def sparse_idf(self, space: int, terms: np.ndarray) -> np.ndarray:
+        """float64 BM25 idf of each term with this space's index statistics (the idf score_sparse weighs by)."""
+        if space not in SPARSE_SPACES:
+            raise ValueError(f"E{space} is not a sparse space")
+        with self._lock.read():
+            index = self._indexes.get(space)
+            return (index if isinstance(index, SparseIndex) else SparseIndex()).idf(terms)
 
     def sizes(self) -> dict[int, int]:
         """Entries per space, after catching up (like a search): what the store holds, not what was applied."""

@@ -77,6 +77,20 @@ def test_score_sparse_equals_the_sparse_index(twin):
                                    lmi.score_sparse(6, query, docs, k1=1.1, b=0.6), rtol=1e-9)
 
 
+def test_sparse_idf_is_the_idf_score_sparse_weighs_by(twin):
+    """Each backend's idf of a term (repeats and unknown terms included) is what a one-term document with tf 1
+    scores under BM25 with k1 = 1, b = 0: the idf that score_sparse multiplies in."""
+    pgi, lmi, fps = twin
+    terms = np.concatenate([fps[3][6].indices, fps[3][6].indices[:2], [99999]]).astype(np.int64)
+    ones = np.ones(1, np.float32)
+    one_term = [Sparse(np.array([t], np.int32), ones) for t in terms.tolist()]
+    query = Sparse(np.unique(terms).astype(np.int32), np.ones(len(np.unique(terms)), np.float32))
+    for index in (pgi, lmi):
+        np.testing.assert_allclose(index.sparse_idf(6, terms), index.score_sparse(6, query, one_term, k1=1.0, b=0.0),
+                                   rtol=1e-12)
+    np.testing.assert_allclose(pgi.sparse_idf(6, terms), lmi.sparse_idf(6, terms), rtol=1e-9)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.dictionaries(st.integers(0, 40), st.integers(1, 5), min_size=0, max_size=8), min_size=1,
                 max_size=12), st.sets(st.integers(0, 45), min_size=1, max_size=6),

@@ -328,14 +328,11 @@ class Retriever:
         return chosen, dict(zip(reranked.tolist(), final.tolist()))
 
     def _query_terms(self, vector: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The query's E6 terms and each one's idf in the store: a one-term document with tf 1 scores exactly its
-        idf under BM25 with k1 = 1, b = 0 (what either backend's score_sparse computes from its own statistics)."""
+        """The query's E6 terms and each one's idf in the store (E6's index statistics, either backend)."""
         if not isinstance(vector, Sparse) or not len(vector):
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        ones = np.ones(1, dtype=np.float32)
-        docs = [Sparse(np.array([t], dtype=np.int32), ones) for t in vector.indices.tolist()]
-        return (np.asarray(vector.indices, dtype=np.int64),
-                self.indexes.score_sparse(SPARSE, vector, docs, k1=1.0, b=0.0))
+        terms = np.asarray(vector.indices, dtype=np.int64)
+        return terms, self.indexes.sparse_idf(SPARSE, terms)
 
     def _mode(self, stage4: bool | str) -> str | None:
         """stage4 as asked: true the configured mode (rerank unless the constitution says otherwise), false off

@@ -131,6 +131,17 @@ class PgIndexes:
             n, avgdl, df = self._stats(conn, space, terms.tolist())
         return bm25_scores(terms, idf(df, n), docs, avgdl, k1, b)
 
+    def sparse_idf(self, space: int, terms: np.ndarray) -> np.ndarray:
+        """float64 BM25 idf of each term with this space's live statistics, as score_sparse weighs it."""
+        if space not in SPARSE_SPACES:
+            raise ValueError(f"E{space} is not a sparse space")
+        terms = np.asarray(terms, dtype=np.int64)
+        unique, back = np.unique(terms, return_inverse=True)
+        with self.store.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            n, _, df = self._stats(conn, space, unique.tolist())
+        return idf(df, n)[back] if len(terms) else np.zeros(0)
+
     def sizes(self) -> dict[int, int]:
         """Entries per indexed space (spaces with no table yet are absent, as an IndexSet's unmade indexes)."""
         types = self.store.space_types()
