@@ -43,18 +43,26 @@ def fill(template: Path, n: int) -> None:
     services.close()
 
 
+_nesting = threading.local()  # how many timed calls the current thread is inside
+
+
 def _timed(owner: Any, name: str, into: list[float], after: list[float]) -> None:
     """Wrap owner.name (sync) to add its seconds to `into`, or to `after` when it runs on the worker that follows
-    the answers (services.runtime.after_answer's thread): the caller does not wait for that."""
+    the answers (services.runtime.after_answer's thread): the caller does not wait for that. A timed call made
+    inside another (operation_pulse.score calls delta_sc.compute) is counted once, by the outer one."""
     inner = getattr(owner, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        depth = getattr(_nesting, "depth", 0)
+        _nesting.depth = depth + 1
         started = time.perf_counter()
         try:
             return inner(*args, **kwargs)
         finally:
-            later = threading.current_thread().name.startswith("after-answer")
-            (after if later else into).append(time.perf_counter() - started)
+            _nesting.depth = depth
+            if depth == 0:
+                later = threading.current_thread().name.startswith("after-answer")
+                (after if later else into).append(time.perf_counter() - started)
 
     setattr(owner, name, wrapper)
 
