@@ -308,6 +308,18 @@ def embed_corpus(data: CorpusData, pipeline: Any, batch: int = 128, log: Any = p
     return current_e7(data, out, pipeline, log)
 
 
+def with_fp32_documents(data: CorpusData, emb: Embedded) -> Embedded:
+    """`emb` with every document's fingerprint (E7 aside: its model is int8 either way) from the fp32 graph's
+    cache: a store filled before CONTEXTGRAPH_INT8 was turned on, searched with the int8 graph's queries."""
+    path = CACHE_DIR / f"{data.name}-{_key(data, 'onnxruntime-fp32')}.pkl"
+    if not path.exists():
+        raise SystemExit(f"no fp32 fingerprints cached for {data.name}: run the benchmark once without int8")
+    with open(path, "rb") as f:
+        fp32: Embedded = pickle.load(f)
+    docs = [{**old, 7: new[7]} for old, new in zip(fp32.docs, emb.docs)]
+    return Embedded(docs, emb.queries, emb.doc_ids, emb.query_ids, emb.t0)
+
+
 def current_e7(data: CorpusData, emb: Embedded, pipeline: Any, log: Any = print) -> Embedded:
     """E7 as the pipeline's code encoder makes it, in place: E7 has a model of its own (or none: Settings.code_model),
     so the shared forward's cache is kept and E7 alone is cached per method (the method names the model's digest)."""

@@ -39,7 +39,7 @@ _SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "__pycache__"}
 BATCH = 256  # drafts per pipeline.embed call while filling
 
 
-def bench_settings(home: Path | str, *, int8: bool = False, log_level: str = "error", **env: str) -> Any:
+def bench_settings(home: Path | str, *, int8: bool | None = None, log_level: str = "error", **env: str) -> Any:
     """Settings for a benchmark app: data in `home`, the ONNX graph from CONTEXTGRAPH_MODEL_CACHE when set, else
     from benchmarks/results/model-cache (exported there on first use, ~10 s)."""
     from contextgraph.config import Settings
@@ -47,11 +47,12 @@ def bench_settings(home: Path | str, *, int8: bool = False, log_level: str = "er
     cache = os.environ.get("CONTEXTGRAPH_MODEL_CACHE") or str(DEFAULT_MODEL_CACHE)
     values = {"CONTEXTGRAPH_HOME": str(home), "CONTEXTGRAPH_MODEL_CACHE": cache,
               "CONTEXTGRAPH_LOG_LEVEL": log_level, **env}
-    if int8:
-        values["CONTEXTGRAPH_INT8"] = "1"
+    if int8 is not None:  # else the environment's, or the server's default (int8)
+        values["CONTEXTGRAPH_INT8"] = "1" if int8 else "0"
     # the model settings from the environment: E7's encoder (compare "shared", before it, with the default), and
-    # a lent GPU's (benchmarks/device_gpu.sh server: the model directory, the device)
-    for key in ("CONTEXTGRAPH_CODE_MODEL", "CONTEXTGRAPH_MODEL_DIR", "CONTEXTGRAPH_DEVICE", "CONTEXTGRAPH_RUNTIME"):
+    # a lent GPU's (benchmarks/device_gpu.sh server: the model directory, the device), the int8 graph
+    for key in ("CONTEXTGRAPH_CODE_MODEL", "CONTEXTGRAPH_MODEL_DIR", "CONTEXTGRAPH_DEVICE", "CONTEXTGRAPH_RUNTIME",
+                "CONTEXTGRAPH_INT8"):
         if os.environ.get(key):
             values.setdefault(key, os.environ[key])
     return Settings.from_env(values)

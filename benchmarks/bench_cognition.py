@@ -294,7 +294,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
 
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="cg-bench-cognition-"))
     results: dict[str, Any] = {"home": str(home), "sizes": {}}
-    app = build_app(bench_settings(home, int8=args.int8))
+    app = build_app(bench_settings(home, int8=not args.fp32))
     t0 = perf()
     app.services.storage.open()
     print(f"opened the store in {perf() - t0:.2f} s ({app.services.storage.store.count():,} memories); "
@@ -364,7 +364,8 @@ def main() -> int:
     ap.add_argument("--distinct", type=int, default=4000, help="distinct texts embedded while filling (the rest "
                                                                "reuse their fingerprints, as bench_memory_ops)")
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--int8", action="store_true", help="serve with the int8 graph (CONTEXTGRAPH_INT8=1)")
+    ap.add_argument("--fp32", action="store_true",
+                    help="serve the fp32 graph (CONTEXTGRAPH_INT8=0; the default was fp32 before 2026-11-27)")
     ap.add_argument("--profile-inject", type=int, default=0, metavar="N",
                     help="after each size, N in-process injects with timers around their parts (adds N + 5 memories)")
     ap.add_argument("--blas-threads", type=int, default=None,
@@ -383,7 +384,7 @@ def main() -> int:
     results = anyio.run(run, args, sizes)
     results.update({
         "settings": {"ops": args.ops, "warmup": args.warmup, "diag_ops": args.diag_ops, "idle_s": args.idle_s,
-                     "idle_samples": args.idle_samples, "distinct": args.distinct, "int8": args.int8,
+                     "idle_samples": args.idle_samples, "distinct": args.distinct, "int8": not args.fp32,
                      "openblas_threads": blas_threads(), "CONTEXTGRAPH_LOG_LEVEL": "error"},
         "machine_note": MACHINE,
         "budgets": {"pulse_us": BUDGET_PULSE_US, "compute_delta_sc_p95_ms": BUDGET_DELTA_SC_MS,

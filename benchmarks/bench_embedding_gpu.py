@@ -2,10 +2,11 @@
 torch backbone and E7's code encoder on a device, in half precision, against the CPU serving path.
 
   1. agreement (first, so a short run still answers it): the first --agree memories fingerprinted by the GPU
-     pipeline and by the CPU serving path (ONNX Runtime: the shared model in fp32, E7's code model in int8); per
-     space the minimum and mean similarity (dense and E12: cosine, E12 over its token rows; sparse: cosine of
-     the weight vectors; E9: fraction of equal bits). E7 also against its code model in fp32 ONNX (the same
-     precision class), and single texts replayed from CUDA graphs against the same backbone's batched forward
+     pipeline and by the CPU serving path with CONTEXTGRAPH_INT8=0 (ONNX Runtime: the shared model in fp32, E7's
+     code model in int8); per space the minimum and mean similarity (dense and E12: cosine, E12 over its token
+     rows; sparse: cosine of the weight vectors; E9: fraction of equal bits). E7 also against its code model in
+     fp32 ONNX (the same precision class), and single texts replayed from CUDA graphs against the same
+     backbone's batched forward
   2. threads (--threads N): a fresh pipeline fingerprinting single texts of several lengths and batches from N
      threads at once, as a server's requests do (each CUDA graph captured while the others run); every
      fingerprint must equal the same text's made alone
@@ -150,7 +151,7 @@ def main() -> int:
             torch.cuda.synchronize()
         return time.perf_counter()
 
-    # the CPU serving path: ONNX Runtime, the shared model in fp32 and E7's code model in int8
+    # the CPU serving path with CONTEXTGRAPH_INT8=0: ONNX Runtime, the shared model in fp32, E7's in int8
     cpu = load_pipeline(model_dir, settings.models_dir, runtime="onnx", quantized=False, device="cpu",
                         code_model=str(code_dir)) if args.agree or args.parity else None
     if cpu is not None and args.agree:

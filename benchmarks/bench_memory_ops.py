@@ -534,7 +534,7 @@ async def run(args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="cg-bench-ops-"))
     results: dict[str, Any] = {"home": str(home), "sizes": {}}
     rss0 = rss()
-    app = build_app(bench_settings(home, int8=args.int8))
+    app = build_app(bench_settings(home, int8=not args.fp32))
     if args.retrieval:
         results["retrieval_override"] = override_retrieval(app, args.retrieval)
         print(f"retrieval settings overridden: {results['retrieval_override']}")
@@ -625,7 +625,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--distinct", type=int, default=20_000, help="distinct texts embedded while filling")
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--int8", action="store_true", help="serve with the int8 graph (CONTEXTGRAPH_INT8=1)")
+    ap.add_argument("--fp32", action="store_true",
+                    help="serve the fp32 graph (CONTEXTGRAPH_INT8=0; the default was fp32 before 2026-11-27)")
     ap.add_argument("--hogs", type=int, default=0, help="busy-looping processes during the measurements")
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="set numpy's OpenBLAS thread count (default: leave numpy's default, one per core)")
@@ -651,8 +652,8 @@ def main() -> int:
     results = anyio.run(run, args, sizes)
     results.update({
         "settings": {"ops": args.ops, "breakdown_ops": args.breakdown_ops, "warmup": args.warmup,
-                     "distinct": args.distinct, "batched_puts": args.batched_puts, "int8": args.int8, "hogs": args.hogs,
-                     "openblas_threads": blas_threads(), "CONTEXTGRAPH_LOG_LEVEL": "error"},
+                     "distinct": args.distinct, "batched_puts": args.batched_puts, "int8": not args.fp32,
+                     "hogs": args.hogs, "openblas_threads": blas_threads(), "CONTEXTGRAPH_LOG_LEVEL": "error"},
         "budgets_ms": {"p95": BUDGETS_MS, "any_tool_p99": BUDGET_P99_MS},
         "wall_s": round(perf() - started, 1),
     })

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
-from _corpora import CorpusData, corpus, embed_corpus, halves, refresh_lexical
+from _corpora import CorpusData, corpus, embed_corpus, halves, refresh_lexical, with_fp32_documents
 from _stats import summarize, write_result
 from _workload import bench_settings
 
@@ -97,7 +97,8 @@ class Pool:
 
 
 class Bench:
-    def __init__(self, name: str, pipeline: Any, settings: RetrievalSettings, log: Callable[[str], None]) -> None:
+    def __init__(self, name: str, pipeline: Any, settings: RetrievalSettings, log: Callable[[str], None],
+                 stored_fp32: bool = False) -> None:
         from contextgraph.storage.base import MemoryRecord
         from contextgraph.storage.indexes import IndexSet
         from contextgraph.storage.lmdb_store import LmdbStore
@@ -107,6 +108,8 @@ class Bench:
         self.pipeline = pipeline
         t0 = perf()
         self.emb = embed_corpus(self.data, pipeline, log=log)
+        if stored_fp32:
+            self.emb = with_fp32_documents(self.data, self.emb)
         refresh_lexical(self.data, self.emb, pipeline)
         self.home = Path(tempfile.mkdtemp(prefix=f"cg-corpora-{name}-"))
         self.store = LmdbStore(self.home / "store", sync=False)
@@ -410,6 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--stage4-only", type=int, metavar="N",
                     help="only the full pipeline with and without stage 4, on N queries of each corpus's test half "
                          "(no baselines, no tuning pools: minutes instead of most of an hour)")
+    ap.add_argument("--stored-fp32", action="store_true",
+                    help="with CONTEXTGRAPH_INT8=1: the documents' fingerprints from the fp32 graph, the queries' "
+                         "from the int8 one (a store filled before the switch)")
     args = ap.parse_args(argv)
 
     def log(m: str) -> None:
@@ -424,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline = build_pipeline(settings_env)
     constitution = yaml.safe_load((Path(__file__).resolve().parents[1] / "constitution.yaml").read_text())
     base = RetrievalSettings.from_constitution(constitution)
-    benches = [Bench(name, pipeline, base, log) for name in args.corpora.split(",")]
+    benches = [Bench(name, pipeline, base, log, args.stored_fp32) for name in args.corpora.split(",")]
     results: dict[str, Any] = {"corpora": {}, "constitution_settings": settings_dict(base)}
     if args.stage4_only:
         for bn in benches:

@@ -158,7 +158,9 @@ def test_build_pipeline_from_settings(model_cache, tmp_path):
     from contextgraph.config import Settings
     from contextgraph.embedders.pipeline import build_pipeline
 
-    settings = Settings.from_env({"CONTEXTGRAPH_HOME": str(tmp_path), "CONTEXTGRAPH_RUNTIME": "onnx",
-                                  "CONTEXTGRAPH_MODEL_CACHE": str(model_cache)})
-    pipeline = build_pipeline(settings)
-    assert pipeline.backbone.runtime == "onnxruntime-fp32" and len(pipeline.embedders) == 13
+    env = {"CONTEXTGRAPH_HOME": str(tmp_path), "CONTEXTGRAPH_RUNTIME": "onnx",
+           "CONTEXTGRAPH_MODEL_CACHE": str(model_cache)}
+    pipeline = build_pipeline(Settings.from_env(env))  # the int8 graph unless told otherwise
+    assert pipeline.backbone.runtime == "onnxruntime-int8" and len(pipeline.embedders) == 13
+    fp32 = build_pipeline(Settings.from_env({**env, "CONTEXTGRAPH_INT8": "0"}))
+    assert fp32.backbone.runtime == "onnxruntime-fp32" and len(fp32.embedders) == 13
