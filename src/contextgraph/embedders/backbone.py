@@ -253,10 +253,12 @@ def load_backbone(
     quantized: bool = False,
     device: str = "cpu",
     dtype: str | None = None,
+    threads: int = 2,
 ) -> OnnxBackbone | TorchBackbone:
     """The backbone for this machine. runtime "onnx" → ONNX Runtime on CPU; "torch" → torch on CUDA when available,
     else CPU; "auto" → torch on CUDA only when asked for (`device="cuda"`, from Settings' CONTEXTGRAPH_DEVICE),
-    torch is installed and sees a GPU — otherwise ONNX, without ever importing torch."""
+    torch is installed and sees a GPU — otherwise ONNX, without ever importing torch. `threads`: ONNX Runtime's
+    intra-op threads."""
     if runtime not in ("auto", "onnx", "torch"):
         raise ValueError(f"runtime must be 'auto', 'onnx' or 'torch', got {runtime!r}")
     if runtime == "torch":
@@ -268,7 +270,7 @@ def load_backbone(
 
         if torch.cuda.is_available():
             return TorchBackbone(model_dir, "cuda", dtype=dtype)
-    return OnnxBackbone(model_dir, cache_dir, quantized=quantized)
+    return OnnxBackbone(model_dir, cache_dir, quantized=quantized, threads=threads)
 
 
 def _read_info(model_dir: Path) -> ModelInfo:

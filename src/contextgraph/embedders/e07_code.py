@@ -70,9 +70,10 @@ class CodeEmbedder:
         """The weighted pools of the whole batch normalised at once; per memory only its lexing (regexes)."""
         if not items:
             return []
-        return self._finish(self._pooled(items), [item.text for item in items], [item.modality for item in items])
+        return self.finish(self._pooled(items), [item.text for item in items], [item.modality for item in items])
 
-    def _finish(self, pooled: np.ndarray, texts: Sequence[str], modalities: Sequence[str]) -> list[np.ndarray]:
+    def finish(self, pooled: np.ndarray, texts: Sequence[str], modalities: Sequence[str]) -> list[np.ndarray]:
+        """E7's vectors from the texts' pooled sentence vectors [n, hidden]: normalised, the histogram appended."""
         histograms = np.zeros((len(texts), len(CLASSES)), dtype=np.float32)
         for row, (text, modality) in enumerate(zip(texts, modalities)):
             if modality in CODE_MODALITIES:
@@ -86,9 +87,11 @@ class CodeEmbedder:
         code encoder of its own; the shared pooling needs the shared forward's states)."""
         if self.encoder is None:
             raise ValueError("E7 pools the shared forward here: embed whole fingerprints instead")
-        return self._finish(self._encoder_pooled(texts), texts, modalities)
+        return self.finish(self.encoder_pooled(texts), texts, modalities)
 
-    def _encoder_pooled(self, texts: Sequence[str]) -> np.ndarray:
+    def encoder_pooled(self, texts: Sequence[str]) -> np.ndarray:
+        """The code encoder's forward of `texts`, mean-pooled [n, hidden] (the pipeline may run it on a thread
+        of its own, beside the shared forward: embedders.side_forward)."""
         assert self.encoder is not None
         pooled = np.empty((len(texts), self.hidden), dtype=np.float32)
         for row, encoded in enumerate(self.encoder.encode(texts)):
@@ -97,7 +100,7 @@ class CodeEmbedder:
 
     def _pooled(self, items: Sequence[MemoryInput]) -> np.ndarray:
         if self.encoder is not None:
-            return self._encoder_pooled([item.text for item in items])
+            return self.encoder_pooled([item.text for item in items])
         pooled = np.empty((len(items), self.hidden), dtype=np.float32)
         for row, item in enumerate(items):
             states = item.encoded.states

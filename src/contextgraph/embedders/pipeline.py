@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from contextgraph.embedders import code_model
-from contextgraph.embedders.backbone import default_model_dir, load_backbone
+from contextgraph.embedders.backbone import OnnxBackbone, default_model_dir, load_backbone
 from contextgraph.embedders.base import Backbone, Embedder, MemoryInput
+from contextgraph.embedders.e07_code import CodeEmbedder
 from contextgraph.embedders.registry import default_embedders
+from contextgraph.embedders.side_forward import SideForward
 from contextgraph.embedders.validation import check_fingerprint
 from contextgraph.errors import ContextGraphError, EmbeddingError, InvalidFingerprint, InvalidParams
 from contextgraph.fingerprint import MODALITIES, SPACES, Fingerprint
@@ -54,7 +56,9 @@ class StageTimings:
 
 class FingerprintPipeline:
     def __init__(self, backbone: Backbone, embedders: Sequence[Embedder] | None = None,
-                 code_encoder: Backbone | None = None) -> None:
+                 code_encoder: Backbone | None = None, side_forward: bool = False) -> None:
+        """`side_forward`: E7's code encoder (when it has one) runs beside the shared forward, on a thread of
+        its own (embedders.side_forward: the CPU path, both forwards on one intra-op thread each)."""
         self.backbone = backbone
         chosen = default_embedders(backbone, code_encoder) if embedders is None else embedders
         self.embedders = tuple(sorted(chosen, key=lambda e: e.space))  # index i holds space i + 1
@@ -75,6 +79,10 @@ class FingerprintPipeline:
             for e in self.embedders
         ]
         self.last_timings: StageTimings | None = None
+        code = self.embedders[6]
+        # E7 with a code encoder of its own, whose forward runs beside the shared one, and the thread it runs on
+        self._side_code = code if side_forward and isinstance(code, CodeEmbedder) and code.encoder else None
+        self._side = SideForward("e7-forward") if self._side_code is not None else None
 
     def manifest(self) -> list[dict]:
         """Per space: {space, name, kind, dim, method} — what get_graph_manifest reports."""
@@ -107,7 +115,10 @@ class FingerprintPipeline:
         started = time.perf_counter()
         for draft in items:
             check_draft(draft)
-        encoded = self.backbone.encode([draft.text for draft in items])
+        texts = [draft.text for draft in items]
+        code = self._side_code
+        side = self._side.submit(lambda: code.encoder_pooled(texts)) if self._side and code and items else None
+        encoded = self.backbone.encode(texts)
         encoded_at = time.perf_counter()
         inputs = [
             MemoryInput(
@@ -127,6 +138,9 @@ class FingerprintPipeline:
             with_e11_triples = getattr(embedder, "embed_with_triples", None) if embedder.space == 11 else None
             if with_triples and with_e11_triples is not None:
                 vectors, triples = _run(embedder, inputs, with_e11_triples)
+            elif side is not None and code is not None and embedder is code:  # its forward ran beside the shared one
+                vectors = _run(embedder, inputs, lambda batch: code.finish(side.result(), texts,
+                                                                           [item.modality for item in batch]))
             else:
                 vectors = list(_run(embedder, inputs, embedder.embed_batch))
             embedder_ms[embedder.space] = (time.perf_counter() - t0) * 1e3
@@ -159,14 +173,19 @@ def build_pipeline(settings: Any) -> FingerprintPipeline:
 def load_pipeline(model_dir: Path, cache_dir: Path, *, runtime: str, quantized: bool, device: str,
                   dtype: str | None = None, code_model: str = "shipped") -> FingerprintPipeline:
     """The shared backbone from `model_dir` and E7's encoder per `code_model` (code_model_dir): what the server
-    and each worker of a PipelinePool load."""
-    backbone = load_backbone(model_dir, cache_dir, runtime=runtime, quantized=quantized, device=device, dtype=dtype)
+    and each worker of a PipelinePool load. On CPU (ONNX Runtime) with a code encoder, the two forwards run side
+    by side on one intra-op thread each (embedders.side_forward); alone, the shared forward takes two."""
     code_dir = code_model_dir(code_model, cache_dir)
+    threads = 2 if code_dir is None else 1
+    backbone = load_backbone(model_dir, cache_dir, runtime=runtime, quantized=quantized, device=device, dtype=dtype,
+                             threads=threads)
     if code_dir is None:
         return FingerprintPipeline(backbone)
     # E7's second forward in int8 on CPU (docs/spaces.md#e7-code): 2.5x faster, E7 alone 0.6362 -> 0.6333 nDCG@10
-    code = load_backbone(code_dir, cache_dir, runtime=runtime, quantized=True, device=device, dtype=dtype)
-    return FingerprintPipeline(backbone, code_encoder=code)
+    code = load_backbone(code_dir, cache_dir, runtime=runtime, quantized=True, device=device, dtype=dtype,
+                         threads=threads)
+    side = isinstance(backbone, OnnxBackbone) and isinstance(code, OnnxBackbone)
+    return FingerprintPipeline(backbone, code_encoder=code, side_forward=side)
 
 
 def code_model_dir(choice: str, cache_dir: Path) -> Path | None:

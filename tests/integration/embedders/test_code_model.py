@@ -97,6 +97,41 @@ def test_e7_from_texts_equals_e7_in_the_pipeline(backbone, code_backbone):
                                shared.embed([Draft(texts[1], "code")])[0][7], atol=1e-6)
 
 
+def test_the_code_forward_beside_the_shared_one_changes_no_fingerprint(backbone, code_backbone):
+    """side_forward runs E7's forward on a thread of its own while the shared forward runs (the CPU serving
+    path): every space of every fingerprint equals the one made with the forwards in turn, with several callers
+    at once; a failing code forward is E7's EmbeddingError, and the pipeline keeps working after it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from contextgraph.errors import EmbeddingError
+
+    serial = FingerprintPipeline(backbone, code_encoder=code_backbone)
+    side = FingerprintPipeline(backbone, code_encoder=code_backbone, side_forward=True)
+    drafts = [Draft(t, m) for t, m in [*((c, "code") for c in FUNCTIONS.values()),
+                                        *((q, "text") for q in FUNCTIONS), ("", "text")]]
+    want = [serial.embed([d])[0] for d in drafts]  # one by one, as stores and queries come
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda d: side.embed([d])[0], drafts))
+    for fingerprints, expected in ((got, want), (side.embed(drafts), serial.embed(drafts))):
+        for a, b in zip(fingerprints, expected, strict=True):
+            assert a.keys() == b.keys()
+            for space in a:
+                x, y = (v.values if hasattr(v, "values") else v for v in (a[space], b[space]))
+                np.testing.assert_array_equal(x, y)
+    code = side.embedders[6]
+
+    def broken(texts):
+        raise RuntimeError("the code model's session is gone")
+
+    code.encoder_pooled, real = broken, code.encoder_pooled
+    try:
+        with pytest.raises(EmbeddingError, match="E7"):
+            side.embed(drafts[:2])
+    finally:
+        code.encoder_pooled = real
+    np.testing.assert_array_equal(side.embed(drafts[:1])[0][7], want[0][7])
+
+
 def test_each_question_finds_its_function_in_e7(backbone, code_backbone):
     pipeline = FingerprintPipeline(backbone, code_encoder=code_backbone)
     questions, bodies = list(FUNCTIONS), list(FUNCTIONS.values())
