@@ -118,8 +118,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
            "pieces_ms": {label: {"n": len(v), "median": round(float(np.median(v)), 2),
                                  "p95": round(percentile(v, 95), 2)} for label, v in sorted(PIECES.items())},
            "slowest": sorted(calls, key=lambda c: -c["ms"])[:args.slowest]}
+    stages: dict[str, list[float]] = {}  # a search's own stage split (its breakdown), call by call
+    for c in calls:
+        for stage, ms in (c["stages_ms"] or {}).items():
+            stages.setdefault(stage, []).append(ms)
+    out["stages_ms"] = {stage: {"n": len(v), "median": round(float(np.median(v)), 2),
+                                "p95": round(percentile(v, 95), 2)} for stage, v in stages.items()}
     print(f"{args.tool}: median {out['median_ms']} ms, p95 {out['p95_ms']}, p99 {out['p99_ms']} (n={len(calls)})")
-    for label, summary in out["pieces_ms"].items():
+    for label, summary in [*out["pieces_ms"].items(), *out["stages_ms"].items()]:
         print(f"   {label:20s} n={summary['n']:4d} median {summary['median']:7.2f} p95 {summary['p95']:7.2f}")
     print("   slowest calls:")
     for c in out["slowest"]:

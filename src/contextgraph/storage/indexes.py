@@ -12,10 +12,9 @@ their stored vectors with the space's measure (cosine; E2's is the dot product),
 the store. That is what lets a million memories fit in memory (benchmarks/README).
 
 The indexes are caches: `rebuild` makes them from the store, `catch_up` applies the oplog entries after
-`applied_seq` (another process's writes included), `save`/`load` spare a rebuild at start-up. Mutation takes
-the write side of a readers-writer lock, searches the read side: searches never overlap a mutation
-(docs/architecture.md#one-writer) but may overlap each other (on 2 cores no faster than one plain lock: hnswlib's
-query holds the GIL, and no slower).
+`applied_seq` (another process's writes included), `save`/`load` spare a rebuild at start-up. Mutation takes the
+write side of a readers-writer lock, a search the read side space by space (docs/architecture.md#one-writer):
+no space is searched while it changes, and a search in several spaces may see a memory added between two.
 """
 
 from __future__ import annotations
@@ -117,9 +116,10 @@ class IndexSet:
         if self.store is not None and not in_background():
             self.catch_up()
         out: dict[int, list[tuple[int, float]]] = {}
-        with self._lock.read():
-            pools: dict[int, list[int]] = {}
-            for space, query in queries.items():
+        pools: dict[int, list[int]] = {}
+        # a read lock per space: a writer (a store's apply) waits for one space's search, not for a neighbourhood's
+        for space, query in queries.items():
+            with self._lock.read():
                 index = self._indexes.get(space)
                 if index is None:
                     out[space] = []
@@ -133,15 +133,15 @@ class IndexSet:
                                                   dense(query), k, dropped)
                 else:
                     out[space] = index.search(dense(query), k)
-            if pools:
-                out.update(self._rescore({space: dense(queries[space]) for space in pools}, pools, k))
+        if pools:
+            out.update(self._rescore({space: dense(queries[space]) for space in pools}, pools, k))
         return out
 
     def _rescore(self, queries: Mapping[int, np.ndarray], pools: Mapping[int, list[int]],
                  k: int) -> dict[int, list[tuple[int, float]]]:
         """Each derived space's k nearest: its pool scored with the space's measure (ties by seq). E2-E4 on the
-        vectors their embedders make from the timeline's coordinates (derived_index: no read); E8/E10 on the
-        stored vectors, one read of both pools' memories (E1's graph proposes the same ones for both)."""
+        vectors their embedders make from the timeline's coordinates (derived_index: no read); E8/E10 on the stored
+        vectors, one read of both pools' memories (E1's graph proposes the same ones for both) with no lock held."""
         stored = {space: pool for space, pool in pools.items()
                   if not isinstance(self._indexes[space], TimelineIndex)}
         union = list(dict.fromkeys(seq for pool in stored.values() for seq in pool))
@@ -154,7 +154,8 @@ class IndexSet:
             vectors: Any  # [n, dim]: made from the coordinates, or a column of the read
             if isinstance(index, TimelineIndex):
                 seqs = np.asarray(pool, dtype=np.int64)
-                vectors = index.vectors(seqs)
+                with self._lock.read():
+                    vectors = index.vectors(seqs)
             else:
                 rows = np.array([row_of[seq] for seq in pool if seq in row_of], dtype=np.intp)
                 seqs = found_seqs[rows]
