@@ -8,7 +8,8 @@ forward to this thread and runs the shared forward on its own meanwhile.
 
 One worker thread, made on first use and again in a process forked after it (a forked child inherits the
 executor's object but not its thread). Calls from several threads queue on the one worker, as they would on
-the cores anyway."""
+the cores anyway. A thread that lowered its priority (contextgraph.background) runs the forward itself: the
+worker it started would inherit its priority and slow every request's forward after it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
+
+from contextgraph.background import in_background
 
 T = TypeVar("T")
 
@@ -29,6 +32,13 @@ class SideForward:
         self._pid = 0
 
     def submit(self, fn: Callable[[], T]) -> Future[T]:
+        if in_background():
+            done: Future[T] = Future()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to whoever asks for the result, as the worker would
+                done.set_exception(exc)
+            return done
         with self._lock:
             if self._executor is None or self._pid != os.getpid():
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix=self._name)

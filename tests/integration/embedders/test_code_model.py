@@ -132,6 +132,25 @@ def test_the_code_forward_beside_the_shared_one_changes_no_fingerprint(backbone,
     np.testing.assert_array_equal(side.embed(drafts[:1])[0][7], want[0][7])
 
 
+def test_a_lowered_thread_runs_the_code_forward_itself():
+    """A background thread (contextgraph.background lowers its priority) must not start the side forward's worker:
+    the worker would inherit the lowered priority and every request's E7 forward after it would run on it."""
+    import threading
+
+    from contextgraph.background import start_thread
+    from contextgraph.embedders.side_forward import SideForward
+
+    side, ran_on = SideForward("test-side"), []
+
+    def where() -> str:
+        ran_on.append(threading.current_thread().name)
+        return ran_on[-1]
+
+    start_thread(lambda: side.submit(where).result(), name="lowered").join()
+    assert ran_on == ["lowered"] and side._executor is None
+    assert side.submit(where).result().startswith("test-side")
+
+
 def test_each_question_finds_its_function_in_e7(backbone, code_backbone):
     pipeline = FingerprintPipeline(backbone, code_encoder=code_backbone)
     questions, bodies = list(FUNCTIONS), list(FUNCTIONS.values())
