@@ -170,19 +170,19 @@ class IndexSet:
 
     def score_sparse(self, space: int, query: Sparse, docs: Sequence[Sparse], **bm25: float) -> np.ndarray:
         """float64 [len(docs)] BM25 scores of given documents, with this space's index statistics (df, avgdl)."""
-        if space not in SPARSE_SPACES:
-            raise ValueError(f"E{space} is not a sparse space")
-        with self._lock.read():
-            index = self._indexes.get(space)
-            return (index if isinstance(index, SparseIndex) else SparseIndex()).score(query, docs, **bm25)
+        return self._read_sparse(space, lambda index: index.score(query, docs, **bm25))
 
     def sparse_idf(self, space: int, terms: np.ndarray) -> np.ndarray:
         """float64 BM25 idf of each term with this space's index statistics (the idf score_sparse weighs by)."""
+        return self._read_sparse(space, lambda index: index.idf(terms))
+
+    def _read_sparse(self, space: int, read: Callable[[SparseIndex], np.ndarray]) -> np.ndarray:
+        """`read` of a sparse space's index (an empty one before the space has any memory), under the read lock."""
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
         with self._lock.read():
             index = self._indexes.get(space)
-            return (index if isinstance(index, SparseIndex) else SparseIndex()).idf(terms)
+            return read(index if isinstance(index, SparseIndex) else SparseIndex())
 
     def sizes(self) -> dict[int, int]:
         """Entries per space, after catching up (like a search): what the store holds, not what was applied."""

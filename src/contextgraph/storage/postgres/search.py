@@ -126,9 +126,7 @@ class PgIndexes:
         terms = np.unique(np.asarray(query.indices, dtype=np.int64))
         if not len(terms) or not len(docs):
             return np.zeros(len(docs))
-        with self.store.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            n, avgdl, df = self._stats(conn, space, terms.tolist())
+        n, avgdl, df = self._stats_now(space, terms.tolist())
         return bm25_scores(terms, idf(df, n), docs, avgdl, k1, b)
 
     def sparse_idf(self, space: int, terms: np.ndarray) -> np.ndarray:
@@ -136,11 +134,17 @@ class PgIndexes:
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
         terms = np.asarray(terms, dtype=np.int64)
+        if not len(terms):
+            return np.zeros(0)
         unique, back = np.unique(terms, return_inverse=True)
+        n, _, df = self._stats_now(space, unique.tolist())
+        return idf(df, n)[back]
+
+    def _stats_now(self, space: int, terms: list[int]) -> tuple[int, float, np.ndarray]:
+        """_stats in a read-only snapshot of its own (score_sparse, sparse_idf)."""
         with self.store.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            n, _, df = self._stats(conn, space, unique.tolist())
-        return idf(df, n)[back] if len(terms) else np.zeros(0)
+            return self._stats(conn, space, terms)
 
     def sizes(self) -> dict[int, int]:
         """Entries per indexed space (spaces with no table yet are absent, as an IndexSet's unmade indexes)."""
