@@ -6,7 +6,9 @@ few dozen), then times --calls calls through the real MCP SDK client in-process.
 spent in the pieces around retrieval (the embedding, the UTL, the results listeners) and, for a store, in its
 edge rules, synced commit and index inserts, timed by wrapping those functions. The slowest calls are printed
 with both, which is how the ATC outcome log's re-sort and the awaited engine save were found (benchmarks/HISTORY.md,
-issue 19.4, fourth pass).
+issue 19.4, fourth pass). `--gap-ms` pauses after each call, untimed: calls spaced as an agent's are, each
+answered once the work after the previous answer has run, where back to back (the default) each call shares the
+two cores with it.
 
     .venv/bin/python benchmarks/bench_call_tail.py --home /tmp/cg100k --tool search_graph --calls 200
     PYTHONPATH=<worktree>/src .venv/bin/python benchmarks/bench_call_tail.py ...   # another version, A/B
@@ -103,6 +105,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t = time.perf_counter()
             result = await client.call_tool(args.tool, arguments(args.tool, text))
             ms = (time.perf_counter() - t) * 1000
+            if args.gap_ms:  # an agent thinking between calls: the work after the previous answer has run
+                await asyncio.sleep(args.gap_ms / 1000)
             if i < args.warmup:
                 continue
             payload = result.structured_content or json.loads(result.content[0].text)
@@ -113,6 +117,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     app.close()
     times = [c["ms"] for c in calls]
     out = {"tool": args.tool, "home": str(args.home), "calls": len(calls), "warmup": args.warmup,
+           "gap_ms": args.gap_ms,
            "median_ms": round(float(np.median(times)), 2), "p95_ms": round(percentile(times, 95), 2),
            "p99_ms": round(percentile(times, 99), 2),
            "pieces_ms": {label: {"n": len(v), "median": round(float(np.median(v)), 2),
@@ -140,6 +145,9 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=60)
     ap.add_argument("--slowest", type=int, default=10)
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="untimed pause after each call (default 0: back to back, each call beside the work the "
+                         "call before it left after its answer)")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--name", help="write benchmarks/results/NAME.json")
     args = ap.parse_args()

@@ -51,6 +51,7 @@ from contextgraph.services.engine.store_model import (
     TranslationFits,
     relation_vectors,
 )
+from contextgraph.services.engine.store_model_file import SavedModel
 from contextgraph.services.engine.store_sample import cluster_distances, fit_clusters, same_cluster, sample_fingerprints
 from contextgraph.storage.base import MemoryStore, SearchIndexes
 from contextgraph.utl import calibration as cal
@@ -104,6 +105,7 @@ class DeltaScComputer:
         # does: their postings are the longest and their idf the smallest (the neighbourhood's cost at 10K)
         self.sparse_max_df = float(constitution["retrieval"]["sparse_max_df"])
         self._models = RefitCache("store-model")
+        self.saved = SavedModel(constitution)  # the full fits kept between runs (the store handle sets its path)
         self._deletions = DeletionCount()
         self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth, self._deletions)
 
@@ -124,15 +126,15 @@ class DeltaScComputer:
             return EMPTY_MODEL
         deletions = self._deletions(store)
 
-        def stale(fitted: tuple[int, int, bool] | None) -> bool:
-            if fitted is None:
-                return True
-            n, gone, quick = fitted
+        def stale(fitted: tuple[int, int, bool] | None) -> bool:  # (count, deletions, quick) of a fit
+            n, gone, quick = fitted or (0, -1, True)
             return quick or gone != deletions or abs(count - n) >= max(1.0, n * self.refit_growth)
 
         small = count <= self.sync_below  # cheap enough to refit in the caller: every answer is current
+        self.saved.adopt(self._models, store, by_space, deletions)  # the last process's full fit, if kept
+        full = lambda: self._fit(store, indexes, by_space, quick=False)  # noqa: E731
         entry = self._models.get("model", (count, deletions, False), stale,
-                                 lambda: self._fit(store, indexes, by_space, quick=False),
+                                 full if small else lambda: self.saved.keep(store, by_space, full),
                                  background=not small,
                                  first=None if small else lambda: self._fit(store, indexes, by_space, quick=True),
                                  first_stamp=lambda m: (count, deletions, m.quick))

@@ -96,6 +96,11 @@ class RefitCache:
                 self._first.discard(key)
                 self._cond.notify_all()
 
+    def seed(self, key: Any, model: Any, stamp: Any) -> None:
+        """Serve `model` (fitted on `stamp`'s store state) until a refit replaces it, unless there is one already."""
+        with self._cond:
+            self._models.setdefault(key, (model, stamp))
+
     def close(self) -> None:
         with self._cond:
             self._closed = True

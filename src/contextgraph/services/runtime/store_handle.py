@@ -30,6 +30,7 @@ from contextgraph.services.engine import engine_state
 from contextgraph.services.engine.cognition import CognitiveState
 from contextgraph.services.engine.delta_sc import DeltaScComputer
 from contextgraph.services.engine.history import EngineHistory
+from contextgraph.services.engine.store_model_file import FILE_NAME as MODEL_FILE
 from contextgraph.services.engine.workspace import WorkspaceService
 from contextgraph.services.runtime.access_counts import AccessCounts
 from contextgraph.services.runtime.after_answer import AfterAnswer
@@ -98,6 +99,9 @@ class StoreHandle:
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
+            # the store model's last full fit, kept between runs: LMDB beside store/ and indexes/, PostgreSQL in
+            # the data directory (a per-host cache; services.engine.store_model_file)
+            self.delta_sc.saved.path = self.store_home / MODEL_FILE
             self._load_engine(store)
             now, window = time.time(), self._recovery_window_s
             if store.graph_read(lambda g: expired_ids(g, now, window)):  # a write only when there is work
