@@ -1,5 +1,6 @@
-"""services.runtime.after_answer: in order, bounded (a full queue makes its caller wait for its own piece rather
-than drop it), failures logged and never raised, drained by close. Events, not timings."""
+"""services.runtime.after_answer: in order, bounded (a caller that finds the queue full queues its piece and waits
+for room, the oldest piece, never dropping one), failures logged and never raised, drained by close. Events, not
+timings."""
 
 import threading
 
@@ -12,20 +13,26 @@ from contextgraph.services.runtime.after_answer import AfterAnswer
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_full_queue_makes_the_caller_wait_for_its_own_piece_in_order():
-    queue, gate, order, returned = AfterAnswer(cap=1), threading.Event(), [], []
-    await queue.run(lambda: (gate.wait(30), order.append(1)), "first")
-    assert order == []  # the first caller was answered while its piece waits
+async def test_a_full_queue_makes_the_caller_wait_for_room_and_keeps_every_piece_in_order():
+    queue, order, returned = AfterAnswer(cap=2), [], []
+    first, second = threading.Event(), threading.Event()
+    await queue.run(lambda: (first.wait(30), order.append("a")), "a")
+    await queue.run(lambda: (second.wait(30), order.append("b")), "b")
+    assert order == []  # both callers were answered while their pieces wait
 
-    async def second() -> None:
-        await queue.run(lambda: order.append(2), "second")  # the queue is full: it waits for its piece
+    async def third() -> None:
+        await queue.run(lambda: order.append("c"), "c")  # full: waits for the oldest piece, not for its own
         returned.append(list(order))
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(second)
+        tg.start_soon(third)
         await anyio.lowlevel.checkpoint()
-        gate.set()
-    assert returned == [[1, 2]]
+        assert returned == []  # still waiting: nothing has finished
+        first.set()
+    assert returned == [["a"]]  # room once "a" ran, while "b" (and so "c") still wait
+    second.set()
+    await queue.settled()
+    assert order == ["a", "b", "c"]
     queue.close()
 
 
