@@ -109,3 +109,24 @@ def test_the_key_follows_the_settings_and_the_embedders():
     assert smf.fit_key(c, {1: E("minilm"), 7: E("code v2")}) == base
     assert smf.fit_key(c, {1: E("minilm"), 7: E("code v3")}) != base
     assert smf.fit_key({**c, "utl": {"knn_k": 6}}, {1: E("minilm"), 7: E("code v2")}) != base
+
+
+class Oplog:
+    """A store's operation log as oplog_since reads it: `ops` from seq 1."""
+
+    def __init__(self, ops: list[str]) -> None:
+        self.ops = ops
+
+    def oplog_since(self, seq: int, limit: int | None = None) -> list:
+        from types import SimpleNamespace
+
+        rows = [SimpleNamespace(seq=i + 1, op=op) for i, op in enumerate(self.ops)][seq:]
+        return rows[:limit]
+
+
+def test_a_deletion_or_a_long_log_since_the_fit_makes_the_kept_model_stale():
+    assert not smf._deleted_since(Oplog(["put"] * 50 + ["rewrite"] * 50), 10)
+    assert smf._deleted_since(Oplog(["put"] * 50 + ["delete"] + ["put"] * 5), 10)
+    assert not smf._deleted_since(Oplog(["delete"] + ["put"] * 50), 1)  # before the fit: counted by it
+    # more entries since the fit than the first caller should read: due for a refit anyway
+    assert smf._deleted_since(Oplog(["put"] * (smf._SCAN_LIMIT + 10)), 0)

@@ -37,6 +37,7 @@ from contextgraph.utl import delta_s as ds
 FILE_NAME = "store_model.npz"
 FORMAT = 1
 _OPLOG_CHUNK = 4096
+_SCAN_LIMIT = 4 * _OPLOG_CHUNK  # oplog entries read after the fit at most (~0.1 s) before calling it stale
 _log = get_logger("engine")
 
 
@@ -79,8 +80,12 @@ class SavedModel:
 
 
 def _deleted_since(store: Any, seq: int) -> bool:
+    """Whether the store deleted a memory after `seq`, or changed so much since (puts and the E8 rewrites that follow
+    them) that a refit is due anyway: the scan runs in the first UTL's caller, so it stops at _SCAN_LIMIT entries."""
+    scanned = 0
     while entries := store.oplog_since(seq, limit=_OPLOG_CHUNK):
-        if any(e.op == "delete" for e in entries):
+        scanned += len(entries)
+        if scanned > _SCAN_LIMIT or any(e.op == "delete" for e in entries):
             return True
         seq = entries[-1].seq
     return False
