@@ -5,6 +5,7 @@ it stale at once: it serves while the background refit runs, as a running proces
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -19,20 +20,20 @@ from contextgraph.services.memory.memory_payloads import NewMemory
 
 pytestmark = pytest.mark.anyio
 TEXTS = [
-    "The deploy failed because the database migration timed out after 30 seconds.",
-    "Run pytest -x to stop at the first failing test.",
-    "Kuramoto oscillators synchronise once the coupling exceeds a critical value.",
-    "The team prefers squash merges so that main keeps one commit per feature.",
-    "Our staging cluster runs PostgreSQL 16 with two read replicas.",
-    "The cache is warmed at start-up from the previous run's snapshot.",
-    "Sourdough bread needs a ripe starter and a long cold proof.",
-    "A stale lock file stops the second server from opening the store.",
-    "The nightly backup job copies the data directory to object storage.",
-    "Flaky tests are quarantined after three failures in a week.",
-    "The API gateway rejects requests larger than ten megabytes.",
-    "Long cold proofs give the crust its blisters and the crumb its tang.",
+    "Release builds are signed on the CI runner with the key kept in the vault.",
+    "The search page times out when the query has more than eight filters.",
+    "Our retry policy doubles the wait after each failed call, up to a minute.",
+    "The onboarding checklist asks new hires to pair on a bug in their first week.",
+    "Disk usage on the log volume alerts at 85 percent.",
+    "The mobile app caches the last hundred messages for offline reading.",
+    "Tomato seedlings need hardening off for a week before planting out.",
+    "The billing service reads exchange rates once an hour from the central bank feed.",
+    "Feature flags older than ninety days are reviewed and removed.",
+    "The staging database is refreshed from an anonymised production snapshot every Sunday.",
+    "Code review asks for a test with every bug fix.",
+    "Basil wilts when the night temperature drops below ten degrees.",
 ]
-PROBE = "Why did the database migration time out during the deploy?"
+PROBE = "Why does the search page time out on queries with many filters?"
 
 
 async def settled_model(services, probe):
@@ -52,6 +53,17 @@ async def utl_of(services, probe):
     return model, utl
 
 
+@contextlib.contextmanager
+def opened(settings):
+    """The services of a process that opens the data directory (the store model as a new server finds it)."""
+    services = build_services(settings, constitution(), log.LogRing(100))
+    services.storage.open()
+    try:
+        yield services
+    finally:
+        services.close()
+
+
 @pytest.fixture
 def fits(monkeypatch):
     """Every store-model fit in this process, quick or full."""
@@ -67,9 +79,7 @@ def fits(monkeypatch):
 
 
 async def test_the_next_process_serves_the_saved_model_without_fitting(settings, fits):
-    services = build_services(settings, constitution(), log.LogRing(100))
-    services.storage.open()
-    try:
+    with opened(settings) as services:
         for text in TEXTS:
             await services.memory.store(NewMemory(text, "a memory for the kept-model test"))
         await services.memory.settled()
@@ -78,13 +88,9 @@ async def test_the_next_process_serves_the_saved_model_without_fitting(settings,
         fitted, before = await settled_model(services, probe)
         assert not fitted.quick  # fitted on 11 or 12 memories: one more is less growth than a refit waits for
         assert (services.storage.store_home / FILE_NAME).is_file()
-    finally:
-        services.close()
 
     fits.clear()
-    services = build_services(settings, constitution(), log.LogRing(100))
-    services.storage.open()
-    try:
+    with opened(settings) as services:
         adopted, after = await utl_of(services, probe)
         services.storage.delta_sc.wait()
         assert fits == []  # neither a quick fit in the caller nor a full one beside it
@@ -93,14 +99,10 @@ async def test_the_next_process_serves_the_saved_model_without_fitting(settings,
         assert after.delta_s == pytest.approx(before.delta_s, abs=1e-9)
         assert after.delta_c == pytest.approx(before.delta_c, abs=1e-9)
         assert after.learning_score == pytest.approx(before.learning_score, abs=1e-9)
-    finally:
-        services.close()
 
 
 async def test_a_deletion_since_the_saved_fit_refits_in_the_background(settings, fits):
-    services = build_services(settings, constitution(), log.LogRing(100))
-    services.storage.open()
-    try:
+    with opened(settings) as services:
         ids = [(await services.memory.store(NewMemory(t, "a memory for the kept-model test"))).record.id
                for t in TEXTS]
         await services.memory.settled()
@@ -108,18 +110,12 @@ async def test_a_deletion_since_the_saved_fit_refits_in_the_background(settings,
         (probe,) = pipeline.embed([Draft(PROBE, timestamp=time.time())])
         kept, _ = await settled_model(services, probe)
         services.storage.store.graph_write(lambda g: g.delete_memory(ids[0]))
-    finally:
-        services.close()
 
     fits.clear()
-    services = build_services(settings, constitution(), log.LogRing(100))
-    services.storage.open()
-    try:
+    with opened(settings) as services:
         served, _ = await utl_of(services, probe)
         assert fits in ([], [False])  # no fit in the caller: the saved model answers at once ...
         assert served.count == kept.count and served.calibration == kept.calibration
         services.storage.delta_sc.wait()
         refitted, _ = await utl_of(services, probe)
         assert fits == [False] and refitted.count == len(TEXTS) - 1  # ... while a full fit replaces it
-    finally:
-        services.close()
