@@ -130,3 +130,46 @@ def test_a_deletion_or_a_long_log_since_the_fit_makes_the_kept_model_stale():
     assert not smf._deleted_since(Oplog(["delete"] + ["put"] * 50), 1)  # before the fit: counted by it
     # more entries since the fit than the first caller should read: due for a refit anyway
     assert smf._deleted_since(Oplog(["put"] * (smf._SCAN_LIMIT + 10)), 0)
+
+
+class TripleStore(Oplog):
+    """What TranslationFits reads of a store: its triples, its id and its operation log."""
+
+    store_id = STORE
+
+    def __init__(self, triples: list[tuple], scans: list[int]) -> None:
+        super().__init__(["put"] * len(triples))
+        self.triples, self.scans = triples, scans
+
+    def triple_count(self) -> int:
+        return len(self.triples)
+
+    def live_triples(self) -> list[tuple]:
+        self.scans.append(1)
+        return self.triples
+
+    def last_seq(self) -> int:
+        return len(self.ops)
+
+
+def test_transe_translations_are_kept_and_the_next_process_does_not_rescan(tmp_path):
+    from contextgraph.services.engine.store_model import TranslationFits
+
+    rng = np.random.default_rng(3)
+    triples = [(f"m{i}", "a", ("uses", "owns")[i % 2], "b", rng.standard_normal(8), rng.standard_normal(8))
+               for i in range(TranslationFits.SYNC_BELOW + 20)]
+    scans: list[int] = []
+    store = TripleStore(triples, scans)
+
+    def fits() -> TranslationFits:
+        saved = smf.SavedModel({"utl": {}, "retrieval": {"sparse_max_df": 0.25}})
+        saved.path = tmp_path / smf.FILE_NAME
+        return TranslationFits(3, 0.1, saved=saved)
+
+    first = fits().get(store)  # nothing kept yet: the caller scans every triple
+    assert scans == [1] and (tmp_path / smf.TRANSLATIONS_FILE).is_file()
+    again = fits().get(store)  # a new process: the kept translations, no scan
+    assert scans == [1]
+    assert again.counts == first.counts and again.residual == pytest.approx(first.residual)
+    assert all(np.array_equal(again.vectors[r], first.vectors[r]) for r in first.vectors)
+    assert again.min_examples == first.min_examples == 3

@@ -50,15 +50,16 @@ class Translations:
             sums[relation] -= d
             squares[relation] -= float(d @ d)
             counts[relation] -= 1
-        return _from_sums(sums, squares, counts, self.min_examples)
+        return from_sums(sums, squares, counts, self.min_examples)
 
 
 def _diff(h: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.nan_to_num(np.asarray(t, dtype=np.float64)) - np.nan_to_num(np.asarray(h, dtype=np.float64))
 
 
-def _from_sums(sums: dict[str, np.ndarray], squares: dict[str, float], counts: dict[str, int],
-               min_examples: int) -> Translations:
+def from_sums(sums: dict[str, np.ndarray], squares: dict[str, float], counts: dict[str, int],
+              min_examples: int) -> Translations:
+    """The translations of the sufficient statistics per relation (also how a kept fit is read back)."""
     vectors, residual, kept_counts, kept_sums, kept_squares = {}, {}, {}, {}, {}
     for relation, n in counts.items():
         if n < max(min_examples, 2):
@@ -84,7 +85,7 @@ def fit_translations(triples: Iterable[tuple[str, np.ndarray, np.ndarray]], min_
         sums[relation] = sums[relation] + d if relation in sums else d.copy()
         squares[relation] += float(d @ d)
         counts[relation] += 1
-    return _from_sums(sums, dict(squares), dict(counts), min_examples)
+    return from_sums(sums, dict(squares), dict(counts), min_examples)
 
 
 def residual_sq(h: np.ndarray, r: np.ndarray, t: np.ndarray) -> float:

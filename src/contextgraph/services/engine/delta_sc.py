@@ -101,13 +101,13 @@ class DeltaScComputer:
         self.max_clusters = int(cl.get("max", 16))
         self.considered = int(cl.get("considered", 4))
         self.reference_size = int(cal.get("reference_samples", 64))
-        # E6/E13 neighbours skip query terms in more than this share of memories, as search_graph's stage 1
-        # does: their postings are the longest and their idf the smallest (the neighbourhood's cost at 10K)
+        # E6/E13 neighbours skip terms in more than this share of memories, as stage 1 does (the longest postings)
         self.sparse_max_df = float(constitution["retrieval"]["sparse_max_df"])
         self._models = RefitCache("store-model")
         self.saved = SavedModel(constitution)  # the full fits kept between runs (the store handle sets its path)
         self._deletions = DeletionCount()
-        self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth, self._deletions)
+        self.translations = TranslationFits(int(utl["transe_min_examples"]), self.refit_growth, self._deletions,
+                                            self.saved)
 
     def close(self) -> None:
         """Stop background refits and wait for the running ones (the store is about to close)."""

@@ -224,23 +224,31 @@ class TranslationFits:
 
     SYNC_BELOW = 500
 
-    def __init__(self, min_examples: int, refit_growth: float, deletions: DeletionCount | None = None) -> None:
+    def __init__(self, min_examples: int, refit_growth: float, deletions: DeletionCount | None = None,
+                 saved: Any = None) -> None:
         self.min_examples = min_examples
         self.refit_growth = refit_growth
         self._cache = RefitCache("transe")
         # the store model's counter when given: one read of the new oplog entries serves both models
         self._deletions = deletions if deletions is not None else DeletionCount()
+        self._saved = saved  # store_model_file.SavedModel: the fits kept between runs, or None
 
     def get(self, store: Any) -> transe.Translations:
         count = store.triple_count()
         deletions = self._deletions(store)
+        if self._saved is not None and count >= self.SYNC_BELOW:  # the last process's fit, once
+            self._saved.adopt_translations(self._cache, store, deletions, self.min_examples)
 
         def stale(fitted: tuple[int, int]) -> bool:
             return deletions != fitted[1] or abs(count - fitted[0]) >= max(1.0, fitted[0] * self.refit_growth)
 
-        def fit() -> transe.Translations:
+        def scan() -> transe.Translations:
             live = [(relation, h, t) for _id, _head, relation, _tail, h, t in store.live_triples()]
             return transe.fit_translations(live, self.min_examples)
+
+        def fit() -> transe.Translations:  # large enough to fit in the background: kept for the next process
+            return scan() if self._saved is None or count < self.SYNC_BELOW else \
+                self._saved.keep_translations(store, count, scan)
 
         model = self._cache.get("E11", (count, deletions), stale, fit, background=count >= self.SYNC_BELOW)
         return model if model is not None else transe.fit_translations([], self.min_examples)

@@ -33,8 +33,10 @@ from contextgraph.services.engine.store_model import Clusters, RefitCache, Store
 from contextgraph.storage.codec import decode_fingerprint, encode_fingerprint
 from contextgraph.utl import calibration as cal
 from contextgraph.utl import delta_s as ds
+from contextgraph.utl import transe
 
 FILE_NAME = "store_model.npz"
+TRANSLATIONS_FILE = "transe.npz"  # beside it: TransE's translations of the stored triples (E11)
 FORMAT = 1
 _OPLOG_CHUNK = 4096
 _SCAN_LIMIT = 4 * _OPLOG_CHUNK  # oplog entries read after the fit at most (~0.1 s) before calling it stale
@@ -49,18 +51,17 @@ class SavedModel:
         self.path: Path | None = None
         self._constitution = constitution
         self._lock = threading.Lock()
-        self._tried = False
+        self._tried: set[str] = set()  # what was looked for on disk already: once per process each
 
     def adopt(self, cache: RefitCache, store: Any, by_space: Mapping[int, Any], deletions: int) -> None:
         """Once per process: the saved model of this store into `cache`, at the refit stamp it stands at ((count,
         deletions, quick), as DeltaScComputer.model stamps its fits): a deletion since it was fitted makes it
         stale at once, so it serves while the background refit runs, as a running process's model would."""
-        with self._lock:
-            if self._tried or self.path is None:
-                return
-            self._tried = True
-            loaded = load(self.path, fit_key(self._constitution, by_space), getattr(store, "store_id", None),
-                          store.last_seq())
+        path = self.path
+        if path is None or not self._first_look("model"):
+            return
+        loaded = load(path, fit_key(self._constitution, by_space), getattr(store, "store_id", None),
+                      store.last_seq())
         if loaded is None:
             return
         model, fitted_seq = loaded
@@ -77,6 +78,42 @@ class SavedModel:
             except Exception as exc:
                 _log.warning("store model not saved", path=str(self.path), error=str(exc))
         return model
+
+
+    def adopt_translations(self, cache: RefitCache, store: Any, deletions: int, min_examples: int) -> None:
+        """Once per process: the kept TransE translations into `cache`, at the stamp TranslationFits gives its fits
+        ((stored triples, deletions)): a store with many triples otherwise scanned them all in its first caller."""
+        path = self.path
+        if path is None or not self._first_look("translations"):
+            return
+        loaded = load_translations(path.with_name(TRANSLATIONS_FILE), _translations_key(min_examples),
+                                   getattr(store, "store_id", None), store.last_seq())
+        if loaded is not None:
+            fitted, triples, fitted_seq = loaded
+            cache.seed("E11", fitted, (triples, -1 if _deleted_since(store, fitted_seq) else deletions))
+
+    def keep_translations(self, store: Any, triples: int,
+                          fit: Callable[[], transe.Translations]) -> transe.Translations:
+        """`fit()` of the `triples` stored triples, kept for the next process (a failed save is logged)."""
+        seq = store.last_seq()
+        fitted = fit()
+        if self.path is not None:
+            try:
+                save_translations(self.path.with_name(TRANSLATIONS_FILE), fitted, triples,
+                                  _translations_key(fitted.min_examples), getattr(store, "store_id", None), seq)
+            except Exception as exc:
+                _log.warning("TransE translations not saved", path=str(self.path), error=str(exc))
+        return fitted
+
+    def _first_look(self, what: str) -> bool:
+        with self._lock:
+            first = what not in self._tried
+            self._tried.add(what)
+            return first
+
+
+def _translations_key(min_examples: int) -> str:
+    return hashlib.sha256(json.dumps({"format": FORMAT, "transe_min_examples": min_examples}).encode()).hexdigest()
 
 
 def _deleted_since(store: Any, seq: int) -> bool:
@@ -126,9 +163,45 @@ def save(path: Path, model: StoreModel, key: str, store_id: str | None, last_seq
         _put_fingerprints(arrays, "prototypes", [fp for fps in clusters.fingerprints for fp in fps])
         header["clusters"] = {"members": clusters.members, "separation": [str(s) for s in clusters.separation],
                               "baseline": {str(s): float(v) for s, v in clusters.baseline.items()}}
-    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    _write(path, arrays, header)
+
+
+def load(path: Path, key: str, store_id: str | None, last_seq: int) -> tuple[StoreModel, int] | None:
+    """The model saved at `path` and the store's last sequence number when it was fitted, if it was fitted with
+    `key` on this store (`store_id`, not ahead of its `last_seq`); None otherwise, or when unreadable."""
+    read = _read(path, key, store_id, last_seq)
+    return None if read is None else (_model(*read), int(read[0]["last_seq"]))
+
+
+def save_translations(path: Path, fitted: transe.Translations, triples: int, key: str, store_id: str | None,
+                      last_seq: int) -> None:
+    """Write TransE's translations, fitted on `triples` stored triples, as `save` writes the store model."""
+    relations = sorted(fitted.counts)
+    header = {"format": FORMAT, "key": key, "store_id": store_id, "last_seq": int(last_seq), "triples": triples,
+              "min_examples": fitted.min_examples, "relations": relations,
+              "counts": [fitted.counts[r] for r in relations], "squares": [fitted.squares[r] for r in relations]}
+    _write(path, {f"sum{i}": fitted.sums[r] for i, r in enumerate(relations)}, header)
+
+
+def load_translations(path: Path, key: str, store_id: str | None,
+                      last_seq: int) -> tuple[transe.Translations, int, int] | None:
+    """(translations, the stored triples they were fitted on, the store's last seq then), as `load` reads."""
+    read = _read(path, key, store_id, last_seq)
+    if read is None:
+        return None
+    header, data = read
+    relations = header["relations"]
+    fitted = transe.from_sums({r: data[f"sum{i}"] for i, r in enumerate(relations)},
+                              dict(zip(relations, header["squares"])), dict(zip(relations, header["counts"])),
+                              int(header["min_examples"]))
+    return fitted, int(header["triples"]), int(header["last_seq"])
+
+
+def _write(path: Path, arrays: dict[str, Any], header: dict[str, Any]) -> None:
+    """One .npz of `arrays` and the JSON `header`, written beside `path` and renamed onto it."""
+    arrays = {**arrays, "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".store_model-", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
@@ -138,9 +211,9 @@ def save(path: Path, model: StoreModel, key: str, store_id: str | None, last_seq
         raise
 
 
-def load(path: Path, key: str, store_id: str | None, last_seq: int) -> tuple[StoreModel, int] | None:
-    """The model saved at `path` and the store's last sequence number when it was fitted, if it was fitted with
-    `key` on this store (`store_id`, not ahead of its `last_seq`); None otherwise, or when unreadable."""
+def _read(path: Path, key: str, store_id: str | None, last_seq: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(header, arrays) of the file at `path` if it was written in this format with `key` for this store, not
+    ahead of its `last_seq`; None otherwise, or when unreadable (logged)."""
     if not path.is_file():
         return None
     try:
@@ -149,9 +222,9 @@ def load(path: Path, key: str, store_id: str | None, last_seq: int) -> tuple[Sto
             if (header.get("format") != FORMAT or header.get("key") != key or header.get("store_id") != store_id
                     or int(header["last_seq"]) > last_seq):
                 return None
-            return _model(header, data), int(header["last_seq"])
+            return header, {name: data[name] for name in data.files if name != "header"}
     except Exception as exc:  # a cache: a damaged or foreign file means a fit, as if there were none
-        _log.warning("saved store model ignored", path=str(path), error=str(exc))
+        _log.warning("saved fit ignored", path=str(path), error=str(exc))
         return None
 
 
