@@ -5,6 +5,9 @@ memories with the store in the page cache, ~2 s from the disk; search_graph's pu
 wait for it) and a full one followed in the background (~2 s of CPU beside the first calls). Every Claude Code
 session starts a server, so every session paid both. The full model is now saved after each full fit and adopted
 by the next process, which refits it only when the store has changed as much as a running process would wait for.
+TransE's translations of the stored triples (E11) are kept the same way beside it once there are
+TranslationFits.SYNC_BELOW memories with triples: from there their refits run in the background, but the first
+fit of every process scanned every stored triple in its caller.
 
 A cache, never a source of truth: missing, damaged, written by another version, fitted on another store or
 with other settings (`fit_key`: the UTL's and the neighbourhood's settings and the embedders' identities), it

@@ -99,8 +99,8 @@ class StoreHandle:
             self._indexes = indexes
             self._saved_seq = indexes.applied_seq  # what the files on disk reflect
             self._store = store
-            # the store model's last full fit, kept between runs: LMDB beside store/ and indexes/, PostgreSQL in
-            # the data directory (a per-host cache; services.engine.store_model_file)
+            # the UTL's last full fits (store model, TransE), kept between runs: LMDB beside store/ and indexes/,
+            # PostgreSQL in the data directory (a per-host cache; services.engine.store_model_file)
             self.delta_sc.saved.path = self.store_home / MODEL_FILE
             self._load_engine(store)
             now, window = time.time(), self._recovery_window_s
