@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,7 @@ FORMAT = 1
 _OPLOG_CHUNK = 4096
 _SCAN_LIMIT = 4 * _OPLOG_CHUNK  # oplog entries read after the fit at most (~0.1 s) before calling it stale
 _log = get_logger("engine")
+T = TypeVar("T")
 
 
 class SavedModel:
@@ -73,15 +74,13 @@ class SavedModel:
 
     def keep(self, store: Any, by_space: Mapping[int, Any], fit: Callable[[], StoreModel]) -> StoreModel:
         """`fit()` (a full fit), saved for the next process. A failed save is logged: the model still serves."""
-        seq = store.last_seq()  # before the fit: what is deleted while it runs counts as after it
-        model = fit()
-        if self.path is not None and not model.quick:
-            try:
-                save(self.path, model, fit_key(self._constitution, by_space), getattr(store, "store_id", None), seq)
-            except Exception as exc:
-                _log.warning("store model not saved", path=str(self.path), error=str(exc))
-        return model
+        key = fit_key(self._constitution, by_space)
 
+        def write(path: Path, model: StoreModel, store_id: str | None, seq: int) -> None:
+            if not model.quick:  # a quick fit is the first caller's stopgap, refitted in full at once
+                save(path, model, key, store_id, seq)
+
+        return self._kept(store, fit, write)
 
     def adopt_translations(self, cache: RefitCache, store: Any, deletions: int, min_examples: int) -> None:
         """Once per process: the kept TransE translations into `cache`, at the stamp TranslationFits gives its fits
@@ -98,14 +97,19 @@ class SavedModel:
     def keep_translations(self, store: Any, triples: int,
                           fit: Callable[[], transe.Translations]) -> transe.Translations:
         """`fit()` of the `triples` stored triples, kept for the next process (a failed save is logged)."""
+        return self._kept(store, fit, lambda path, fitted, store_id, seq: save_translations(
+            path.with_name(TRANSLATIONS_FILE), fitted, triples, _translations_key(fitted.min_examples), store_id, seq))
+
+    def _kept(self, store: Any, fit: Callable[[], T], write: Callable[[Path, T, str | None, int], None]) -> T:
+        """`fit()`, then `write(path, fitted, store id, the store's last seq before the fit)` when a path is set:
+        what is deleted while the fit runs counts as after it. A failed write is logged; the fit still serves."""
         seq = store.last_seq()
         fitted = fit()
         if self.path is not None:
             try:
-                save_translations(self.path.with_name(TRANSLATIONS_FILE), fitted, triples,
-                                  _translations_key(fitted.min_examples), getattr(store, "store_id", None), seq)
+                write(self.path, fitted, getattr(store, "store_id", None), seq)
             except Exception as exc:
-                _log.warning("TransE translations not saved", path=str(self.path), error=str(exc))
+                _log.warning("fitted model not kept", path=str(self.path), error=str(exc))
         return fitted
 
     def _first_look(self, what: str) -> bool:
