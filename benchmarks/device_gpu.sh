@@ -4,6 +4,10 @@
 #   here:   bash benchmarks/device_gpu.sh prepare     # builds .gpu/ (ignored through .git/info/exclude)
 #   there:  run(command="bash benchmarks/device_gpu.sh run", carry=[".gpu"])   [BENCH_ARGS="..." to override]
 #
+# E7's encoder trained on the device (train_code_encoder.py on code and prose pairs, issue 37):
+#   here:   bash benchmarks/device_gpu.sh prepare-train   # the model, xz'd, and the pairs cut to what training reads
+#   there:  run(command="bash benchmarks/device_gpu.sh train", carry=[".gpu"])   [RUNS="A B" to run fewer]
+#
 # and for the server's path (store/search through the dispatcher on a 1K store, bench_after_answer.py):
 #   here:   bash benchmarks/device_gpu.sh prepare-server   # + cp312 wheels of the storage and logging needs
 #   there:  run(command="bash benchmarks/device_gpu.sh server", carry=[".gpu"])   [FILL=1000 OPS=60]
@@ -47,14 +51,20 @@ setup() {
     export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 CONTEXTGRAPH_MODEL_CACHE=/tmp/cg-model-cache
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
     python3 -V; nproc
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl/*.whl
+    if [ -d .gpu/whl ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl/*.whl
+    fi
     export PYTHONPATH=/tmp/site:$PWD/src:$PWD/benchmarks
-    mkdir -p /tmp/model && cp -r .gpu/model16/. /tmp/model/ && rm /tmp/model/model16.safetensors
+    mkdir -p /tmp/model && cp -r .gpu/model16/. /tmp/model/ && rm -f /tmp/model/model16.safetensors*
     python3 - <<'PY'
 import numpy as np
 from safetensors.numpy import load_file, save_file
 WORDS = "embeddings.word_embeddings.weight"
-weights = load_file(".gpu/model16/model16.safetensors")
+import lzma, os
+from safetensors.numpy import load as load_bytes
+packed = ".gpu/model16/model16.safetensors"
+weights = (load_file(packed) if os.path.exists(packed)
+           else load_bytes(lzma.open(packed + ".xz").read()))
 widened = {k: (v.astype(np.float32) if v.dtype == np.float16 else v) for k, v in weights.items()
            if not k.startswith(WORDS)}
 widened[WORDS] = weights[WORDS + ".int8"].astype(np.float32) * weights[WORDS + ".scale"]
@@ -90,6 +100,46 @@ print(code_model.assemble(Path('/tmp/model'), Path('$CONTEXTGRAPH_MODEL_CACHE'))
         | grep -v "^Loading weights" | tee "${OUT:-/tmp}/server.txt"
 }
 
+prepare_train() {
+    # the repository (~26 MB) and this must stay under the 64 MiB that travels: the model xz'd (31 MB), the pairs
+    # cut to what training reads (128 tokens of a document: 1,200 characters are more) and xz'd (8 MB)
+    [ -f .gpu/model16/model16.safetensors ] || prepare
+    rm -rf .gpu/whl .gpu/whl2 .gpu/sdist .gpu/train && mkdir -p .gpu/train
+    xz -T2 -9 -f .gpu/model16/model16.safetensors
+    .venv/bin/python benchmarks/prose_encoder_data.py
+    .venv/bin/python - <<'PY'
+import json, lzma
+for name in ("code-pairs", "prose-pairs"):
+    with open(f"benchmarks/results/{name}.jsonl") as f, lzma.open(f".gpu/train/{name}.jsonl.xz", "wt", preset=9) as out:
+        for line in f:
+            row = json.loads(line)
+            out.write(json.dumps({"query": row["query"][:400], "document": (row.get("code") or row["document"])[:1200],
+                                  "package": row["package"], "split": row["split"]}, ensure_ascii=False) + "\n")
+PY
+    du -sh .gpu
+}
+
+train() {
+    # each run's layers come back as it ends (xz'd, in 15 MB parts: $OUT takes files of 16 MiB at most), so a run
+    # cut short still brings back the ones before it
+    setup
+    local pairs=(.gpu/train/code-pairs.jsonl.xz .gpu/train/prose-pairs.jsonl.xz) name
+    declare -A args=(
+        [A]="--steps 2000 --batch 64 --lr 5e-5"
+        [B]="--steps 1000 --batch 64 --lr 3e-5 --init src/contextgraph/embedders/code_model/code_model.safetensors"
+        [C]="--steps 1500 --batch 128 --lr 6e-5"
+    )
+    for name in ${RUNS:-A B C}; do
+        # shellcheck disable=SC2086  # the arguments are lists
+        python3 benchmarks/train_code_encoder.py --pairs "${pairs[@]}" --base /tmp/model --device cuda \
+            --out "/tmp/run-$name" ${args[$name]} 2>&1 | grep -v "Loading weights" | tee -a "${OUT:-/tmp}/train.log" \
+            || echo "run $name wrote nothing" | tee -a "${OUT:-/tmp}/train.log"
+        if [ -f "/tmp/run-$name/code_model.safetensors" ]; then
+            tar -C "/tmp/run-$name" -cf - . | xz -T0 -6 | split -b 15M - "${OUT:-/tmp}/$name.tar.xz."
+        fi
+    done
+}
+
 prepare_server() {
     mkdir -p .gpu/whl2 .gpu/sdist
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -110,7 +160,9 @@ _pin() {
 case "${1:-}" in
     prepare) prepare ;;
     prepare-server) prepare_server ;;
+    prepare-train) prepare_train ;;
+    train) train ;;
     run) run ;;
     server) server ;;
-    *) echo "usage: $0 prepare|prepare-server|run|server" >&2; exit 2 ;;
+    *) echo "usage: $0 prepare|prepare-server|prepare-train|run|server|train" >&2; exit 2 ;;
 esac
