@@ -6,7 +6,7 @@ Features of a candidate (one query's pool, after stages 1-2 at the constitution'
   rank part   x_s = (k + 1) / (k + rank_s) for every space that can vote (E2-E4 excluded: they vote only for
               temporal queries; E8/E10 count 0 where they rank the candidate exactly as E1 does, as in
               retrieval/fusion.py's deduplication), i.e. each space's RRF term scaled so that its first rank is 1
-  score part  m_s = minmax(score_s) over the pool, for every space
+  score part  m_s = minmax(score_s) over the pool, for every space but E2-E4 (the corpora's timestamps are their order)
 Model: score = Σ a_s x_s + Σ b_s m_s, fitted as a logistic regression on the differences (relevant − other
 candidate) of each query's pairs (RankNet-style, no intercept), each query weighted equally and each corpus half the
 total. Spaces whose coefficient comes out negative are dropped (a space either votes or not: the fusion has no
@@ -131,7 +131,9 @@ def features(bn: Bench, i: int, s: RetrievalSettings, k: float) -> tuple[np.ndar
         if sp in E1_COPIES:
             x = np.where(r[sp] == r[1], 0.0, x)
         cols.append(x)
-    cols += [minmax(p.scores[sp][sel]) for sp in SPACES]
+    # the temporal spaces' scores neither: the corpora's timestamps are the order they were stored in, and a
+    # weight fitted to that would say something about this benchmark, not about a store
+    cols += [minmax(p.scores[sp][sel]) if sp in VOTERS else np.zeros(len(sel)) for sp in SPACES]
     return seqs, np.column_stack(cols), int(hit[0])
 
 

@@ -156,7 +156,9 @@ async def test_the_memory_that_answers_agrees_most_and_an_unrelated_one_least(cl
     """Binding is agreement with the context (issue 11.6): each space's similarity to the query as a percentile of
     the query's similarities to a sample of the store, phases θ = π(1 − a). The memory that is the query binds on
     the agreeing side closest to 0 (smallest ψ), an unrelated one that a small store still returns farthest (and
-    never agrees), and the workspace's winner is a top result. (r_m alone measures how much the spaces concur,
+    never agrees), and the workspace's winner is one of the related memories, ranked above the unrelated one.
+    Which related one wins moves with the engine's clock (their r_m differ by ~0.02) and search ranks three of them
+    within 0.05 of each other, so no rank among them is asserted. (r_m alone measures how much the spaces concur,
     on either side: an unrelated memory every space rejects concurs too.)"""
     ids = [(await inject(client, text, 0))["id"] for text in RELATED[:6]]
     unrelated = (await inject(client, UNRELATED, 0))["id"]
@@ -168,7 +170,11 @@ async def test_the_memory_that_answers_agrees_most_and_an_unrelated_one_least(cl
         assert psi[unrelated] == max(psi.values())
         assert not next(c for c in status["candidates"] if c["memory_id"] == unrelated)["agrees"]
     if status["active_memory"] is not None:
-        assert status["active_memory"]["memory_id"] in [m["id"] for m in found["results"][:3]]
+        winner = status["active_memory"]["memory_id"]
+        ranked = [m["id"] for m in found["results"]]
+        assert winner in ids and winner in ranked
+        if unrelated in ranked:
+            assert ranked.index(winner) < ranked.index(unrelated)
 
 
 async def test_broadcast_measures_refuses_and_forces(client):
