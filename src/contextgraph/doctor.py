@@ -132,18 +132,57 @@ def check_indexes(home: Path) -> Check:
     return Check("indexes", True, f"{directory} loads" + leftover_note)
 
 
+def check_kept_fits(directory: Path, last_seq: int | None) -> list[Check]:
+    """The UTL's fits kept beside the store between runs (docs/utl.md#the-store-model), one line each that is
+    there. A cache: a damaged or stale one is ignored and refit, costing the next start seconds, not answers."""
+    from contextgraph.services.engine.store_model_file import FILE_NAME, TRANSLATIONS_FILE, header_of
+
+    checks = []
+    for name, what in ((FILE_NAME, "kept store model"), (TRANSLATIONS_FILE, "kept TransE fit")):
+        path = directory / name
+        if not path.is_file():
+            continue
+        try:
+            fitted_at = int(header_of(path)["last_seq"])
+        except Exception as exc:  # report, never crash
+            checks.append(Check(what, False, f"{path}: unreadable ({type(exc).__name__}: {exc})",
+                                f"delete {path}: the next start fits it again", required=False))
+            continue
+        if last_seq is not None and fitted_at > last_seq:
+            checks.append(Check(what, False, f"{path}: fitted at seq {fitted_at}, ahead of the store's {last_seq} "
+                                "(a copied or restored store): ignored", f"delete {path}", required=False))
+            continue
+        behind = "" if last_seq is None else f" (the store is at {last_seq})"
+        checks.append(Check(what, True, f"fitted at seq {fitted_at}{behind}", required=False))
+    return checks
+
+
 def check_store_url(settings: Settings) -> list[Check]:
     """The store the settings name: LMDB (the data directory's, or lmdb:///path's) with its saved indexes, or a
     PostgreSQL database (storage/postgres/doctor_checks.py: connectivity, versions, schema, HNSW indexes)."""
     backend, where = store_location(settings.store_url, settings.home)
     if backend == "lmdb":
-        return [check_store(Path(where)), check_indexes(Path(where))]
+        return [check_store(Path(where)), check_indexes(Path(where)), *check_kept_fits(Path(where), _last_seq(where))]
     try:
         from contextgraph.storage.postgres.doctor_checks import postgres_findings
     except ImportError as exc:
         return [Check("postgres", False, f"the PostgreSQL driver is not installed: {exc}",
                       "./scripts/setup.sh (or pip install -e .: psycopg[binary], psycopg-pool, pgvector)")]
-    return [Check(f.name, f.ok, f.detail, f.fix) for f in postgres_findings(str(where))]
+    return [*(Check(f.name, f.ok, f.detail, f.fix) for f in postgres_findings(str(where))),
+            *check_kept_fits(settings.home, None)]
+
+
+def _last_seq(home: str | Path) -> int | None:
+    from contextgraph.storage.lmdb_store import LmdbStore
+    from contextgraph.storage.maintenance import STORE_DIR
+
+    if not (Path(home) / STORE_DIR).is_dir():
+        return None
+    try:
+        with LmdbStore(Path(home) / STORE_DIR, readonly=True) as store:
+            return store.last_seq()
+    except Exception:  # the store check says what is wrong there
+        return None
 
 
 def check_registry(settings: Settings) -> Check:

@@ -173,3 +173,17 @@ def test_transe_translations_are_kept_and_the_next_process_does_not_rescan(tmp_p
     assert again.counts == first.counts and again.residual == pytest.approx(first.residual)
     assert all(np.array_equal(again.vectors[r], first.vectors[r]) for r in first.vectors)
     assert again.min_examples == first.min_examples == 3
+
+
+def test_doctor_says_which_fits_are_kept_and_names_a_damaged_or_foreign_one(tmp_path):
+    from contextgraph.doctor import check_kept_fits
+
+    assert check_kept_fits(tmp_path, 10) == []  # nothing kept yet: nothing to say
+    smf.save(tmp_path / smf.FILE_NAME, a_model(), KEY, STORE, 7)
+    (tmp_path / smf.TRANSLATIONS_FILE).write_bytes(b"not an npz")
+    model, translations = check_kept_fits(tmp_path, 10)
+    assert model.ok and "seq 7" in model.detail and "at 10" in model.detail and not model.required
+    assert not translations.ok and "unreadable" in translations.detail and "delete" in translations.fix
+    assert not translations.required  # a cache: the server refits it, doctor only warns
+    (ahead,) = [c for c in check_kept_fits(tmp_path, 5) if c.name == "kept store model"]
+    assert not ahead.ok and "ahead of the store's 5" in ahead.detail  # a restored or copied store

@@ -204,6 +204,12 @@ def load_translations(path: Path, key: str, store_id: str | None,
     return fitted, int(header["triples"]), int(header["last_seq"])
 
 
+def header_of(path: Path) -> dict[str, Any]:
+    """The JSON header of a kept fit, for `contextgraph doctor`; raises when the file cannot be read."""
+    with np.load(path, allow_pickle=False) as data:
+        return json.loads(bytes(data["header"]).decode())
+
+
 def _write(path: Path, arrays: dict[str, Any], header: dict[str, Any]) -> None:
     """One .npz of `arrays` and the JSON `header`, written beside `path` and renamed onto it."""
     arrays = {**arrays, "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)}
