@@ -6,7 +6,7 @@
 #
 # E7's encoder trained on the device (train_code_encoder.py on code and prose pairs, issue 37):
 #   here:   bash benchmarks/device_gpu.sh prepare-train   # the model, xz'd, and the pairs cut to what training reads
-#   there:  run(command="bash benchmarks/device_gpu.sh train", carry=[".gpu"])   [RUNS="A B" to run fewer]
+#   there:  run(command="bash benchmarks/device_gpu.sh train", carry=[".gpu"])   [RUNS="A B C": the three tried]
 #
 # and for the server's path (store/search through the dispatcher on a 1K store, bench_after_answer.py):
 #   here:   bash benchmarks/device_gpu.sh prepare-server   # + cp312 wheels of the storage and logging needs
@@ -121,7 +121,8 @@ PY
 
 train() {
     # each run's layers come back as it ends (xz'd, in 15 MB parts: $OUT takes files of 16 MiB at most), so a run
-    # cut short still brings back the ones before it
+    # cut short still brings back the ones before it. C made the shipped model (session 46, chosen on dev among
+    # the three); A and B were the others tried (B started from the code-only layers shipped before it)
     setup
     local pairs=(.gpu/train/code-pairs.jsonl.xz .gpu/train/prose-pairs.jsonl.xz) name
     declare -A args=(
@@ -129,7 +130,7 @@ train() {
         [B]="--steps 1000 --batch 64 --lr 3e-5 --init src/contextgraph/embedders/code_model/code_model.safetensors"
         [C]="--steps 1500 --batch 128 --lr 6e-5"
     )
-    for name in ${RUNS:-A B C}; do
+    for name in ${RUNS:-C}; do
         # shellcheck disable=SC2086  # the arguments are lists
         python3 benchmarks/train_code_encoder.py --pairs "${pairs[@]}" --base /tmp/model --device cuda \
             --out "/tmp/run-$name" ${args[$name]} 2>&1 | grep -v "Loading weights" | tee -a "${OUT:-/tmp}/train.log" \

@@ -21,7 +21,7 @@ tables and these layers. Deterministic given the seed and the thread count on CP
 Model selection reads only dev pairs, never trained on (the code encoder's dev packages,
 code_encoder_data.DEV_PACKAGES, and a seeded share of the prose families): each source's queries ranked against
 its documents, MRR@10 and recall@10, before training and after every --eval-every steps; the last step is kept
-unless a source's dev fell below where it started (then the run says so and writes nothing).
+unless a source's dev did not improve on where it started (then the run says so and writes nothing).
 """
 
 from __future__ import annotations
