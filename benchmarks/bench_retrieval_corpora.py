@@ -386,7 +386,9 @@ def settings_from_dict(d: dict) -> RetrievalSettings:
 
     return RetrievalSettings(**{**d, "space_weights": by_space(d["space_weights"]), "bm25": by_space(d["bm25"]),
                                 "score_weights": by_space(d["score_weights"]),
-                                "query_kinds": {k: by_space(v) for k, v in d["query_kinds"].items()}})
+                                "query_kinds": {k: by_space(v) for k, v in d["query_kinds"].items()},
+                                "while_stale": {int(sp): {part: by_space(w) for part, w in profile.items()}
+                                                for sp, profile in d.get("while_stale", {}).items()}})
 
 
 def json_safe(x: Any) -> Any:

@@ -57,6 +57,7 @@ from bench_retrieval_corpora import (
 from contextgraph.retrieval.fusion import E1_COPIES, minmax, ranks
 from contextgraph.retrieval.query_kind import classify
 from contextgraph.services.memory.search import SEMANTIC, SPARSE, SPLADE, RetrievalSettings
+from contextgraph.services.memory.stale_spaces import while_stale
 
 SPACES = tuple(range(1, 14))
 VOTERS = tuple(s for s in SPACES if s not in (2, 3, 4))  # the temporal spaces vote only for temporal queries
@@ -113,9 +114,10 @@ def _from_cache(c: dict, base: RetrievalSettings) -> Bench:
 
 # --- features ------------------------------------------------------------------------------------------------------
 
-def features(bn: Bench, i: int, s: RetrievalSettings, k: float) -> tuple[np.ndarray, np.ndarray, int] | None:
+def features(bn: Bench, i: int, s: RetrievalSettings, k: float,
+             voters: tuple[int, ...] = VOTERS) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(candidate seqs, feature matrix [n, 2·13], row of the relevant doc) of query i's pool, or None when the
-    relevant document is not in it."""
+    relevant document is not in it. Spaces not in `voters` get zero columns (neither their rank nor their score)."""
     p = bn.pools[i]
     keep = ((p.source_rank[SPLADE] < s.sparse_candidates) | (p.source_rank[SPARSE] < s.sparse_candidates)
             | (p.source_rank[SEMANTIC] < s.dense_candidates))
@@ -127,24 +129,24 @@ def features(bn: Bench, i: int, s: RetrievalSettings, k: float) -> tuple[np.ndar
     r = {sp: ranks(p.scores[sp][sel]).astype(np.float64) for sp in SPACES}
     cols = []
     for sp in SPACES:
-        x = (k + 1.0) / (k + r[sp]) if sp in VOTERS else np.zeros(len(sel))
+        x = (k + 1.0) / (k + r[sp]) if sp in voters else np.zeros(len(sel))
         if sp in E1_COPIES:
             x = np.where(r[sp] == r[1], 0.0, x)
         cols.append(x)
     # the temporal spaces' scores neither: the corpora's timestamps are the order they were stored in, and a
     # weight fitted to that would say something about this benchmark, not about a store
-    cols += [minmax(p.scores[sp][sel]) if sp in VOTERS else np.zeros(len(sel)) for sp in SPACES]
+    cols += [minmax(p.scores[sp][sel]) if sp in voters else np.zeros(len(sel)) for sp in SPACES]
     return seqs, np.column_stack(cols), int(hit[0])
 
 
 def pairs(benches: Sequence[Bench], idx_of: dict[str, np.ndarray], s: RetrievalSettings, k: float,
-          keep_query: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          keep_query: Any = None, voters: tuple[int, ...] = VOTERS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Difference vectors (relevant − other), labels (+1, and the mirrored −1), sample weights."""
     xs, ws = [], []
     for bn in benches:
         idx = [i for i in idx_of[bn.name].tolist() if keep_query is None or keep_query(bn.texts[i])]
         for i in idx:
-            f = features(bn, i, s, k)
+            f = features(bn, i, s, k, voters)
             if f is None or len(f[0]) < 2:
                 continue
             _, x, h = f
@@ -246,12 +248,13 @@ def tune_objective(benches: Sequence[Bench], s: RetrievalSettings) -> float:
     return float(np.mean([objective(bn.replay(s, bn.halves["tune"])) for bn in benches]))
 
 
-def learn(benches: list[Bench], base: RetrievalSettings, log: Any) -> tuple[RetrievalSettings, list[dict]]:
+def learn(benches: list[Bench], base: RetrievalSettings, log: Any,
+          voters: tuple[int, ...] = VOTERS) -> tuple[RetrievalSettings, list[dict]]:
     tune = {bn.name: bn.halves["tune"] for bn in benches}
     trail: list[dict] = [{"step": "constitution", "objective": round(tune_objective(benches, base), 4)}]
     best: tuple[float, RetrievalSettings, dict] | None = None
     for k in (1.0, 2.0, 5.0, 10.0):
-        x, y, w = pairs(benches, tune, base, k)
+        x, y, w = pairs(benches, tune, base, k, voters=voters)
         for c in (0.01, 0.1, 1.0, 10.0):
             coef = fit(x, y, w, c)
             s = to_settings(coef, base, k)
@@ -316,6 +319,39 @@ def evaluate(benches: list[Bench], base: RetrievalSettings, learned: RetrievalSe
     return out
 
 
+STALE_FALLBACK = (7,)  # the space a store re-embeds in practice (E7 has a model of its own; the rest share E1's)
+
+
+def learn_while_stale(benches: list[Bench], chosen: RetrievalSettings, log: Any) -> tuple[dict, dict]:
+    """retrieval.while_stale (services/memory/stale_spaces.py): for each space of STALE_FALLBACK, the fusion fitted
+    on the tune halves without it, what a search uses while that space is re-embedded; and on the test halves the
+    search with the space, with it dropped (the rest as learned), and with the profile, as the product applies them."""
+    profiles: dict[int, dict] = {}
+    found: dict[int, dict] = {}
+    for space in STALE_FALLBACK:
+        voters = tuple(v for v in VOTERS if v != space)
+        fitted, trail = learn(benches, dataclasses.replace(chosen, space_weights={**chosen.space_weights, space: 0.0}),
+                              log, voters=voters)
+        if (fitted.rrf_k, fitted.rerank_weight) != (chosen.rrf_k, chosen.rerank_weight):
+            log(f"   E{space} left out: its best rrf_k / rerank weight differ ({fitted.rrf_k}, "
+                f"{fitted.rerank_weight}); the profile keeps the weights only")
+        profiles[space] = {"space_weights": {sp: w for sp, w in fitted.space_weights.items() if sp != space},
+                           "score_weights": dict(fitted.score_weights)}
+        stale = frozenset({space})
+        dropped = while_stale(dataclasses.replace(chosen, while_stale={}), stale)
+        profiled = while_stale(dataclasses.replace(chosen, while_stale=profiles), stale)
+        found[space] = {"tune_objective": trail[-1]["objective"]}
+        for bn in benches:
+            idx = bn.halves["test"]
+            runs = {"with it": bn.replay(chosen, idx), "dropped": bn.replay(dropped, idx),
+                    "while_stale": bn.replay(profiled, idx)}
+            found[space][bn.name] = {**{n: metrics(r) for n, r in runs.items()},
+                                     "while_stale − dropped": bootstrap(runs["dropped"], runs["while_stale"])}
+            ndcg = {n: round(found[space][bn.name][n]["ndcg@10"], 4) for n in runs}
+            log(f"   [{bn.name}] while E{space} is re-embedded, test nDCG@10: {ndcg}")
+    return profiles, found
+
+
 def report(res: dict) -> None:
     for name, r in res.items():
         print(f"\n[{name}]  nDCG@10 / R@10 / MRR@10")
@@ -354,7 +390,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             res[name]["test"]["gbdt (comparison)"] = metrics(r)
             res[name]["test_gbdt_minus_learned"] = bootstrap(bn.replay(with_kinds, bn.halves["test"]), r)
     report(res)
+    profiles, stale_found = learn_while_stale(benches, with_kinds, log)
+    with_kinds = dataclasses.replace(with_kinds, while_stale=profiles)
     write_result(args.name, {"constitution": settings_dict(base), "learned": settings_dict(with_kinds),
+                             "while_stale": stale_found,
                              "trail": trail, "query_kinds": kind_info, "corpora": res,
                              "wall_s": round(perf() - started, 1)})
     return 0

@@ -108,6 +108,9 @@ async def test_searches_leave_a_stale_space_out_and_a_stopped_rewrite_resumes(tm
         found = await services.memory.search("retry a call that fails", top_k=3, min_similarity=0.0,
                                              modality=None, breakdown=False)
         assert found.retrieval.found and 7 not in found.retrieval.weights  # stale: E7 does not vote
+        # and the rest vote with the weights fitted without E7 (retrieval.while_stale), not E7's set minus E7
+        profile = constitution()["retrieval"]["while_stale"][7]["space_weights"]
+        assert found.retrieval.weights[1] == pytest.approx(profile[1])
 
         second = _StopsAfter(code_pipeline, n=10)
         handle.space_refresh = SpaceRefresh(batch=2, duty=1.0)

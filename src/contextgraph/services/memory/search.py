@@ -43,6 +43,7 @@ from contextgraph.services.memory.stage4 import MODES as STAGE4_MODES
 from contextgraph.services.memory.stage4 import describe, star_alignments
 from contextgraph.services.memory.stage4 import idle as stage4_idle
 from contextgraph.services.memory.stage4 import plan as stage4_plan
+from contextgraph.services.memory.stale_spaces import while_stale
 from contextgraph.storage.base import MemoryRecord
 from contextgraph.storage.fingerprint_columns import FingerprintColumns
 
@@ -66,6 +67,8 @@ class RetrievalSettings:
     stage4_mode: str = "rerank"  # what stage4=true means: "rerank" (bounded, nothing dropped) or "filter"
     stage4_bound: float = 0.1  # the re-rank's largest change of a fused score, ±β (teleology.goals)
     head_rescorer: bool = False  # stage 3's learned re-scorer of the fused head (retrieval/head_rescorer.py)
+    # space → the fusion's weights while that space is re-embedded ({"space_weights": ..., "score_weights": ...})
+    while_stale: Mapping[int, Mapping[str, Mapping[int, float]]] = field(default_factory=dict)
 
     @classmethod
     def from_constitution(cls, c: Any) -> RetrievalSettings:
@@ -89,6 +92,8 @@ class RetrievalSettings:
             stage4_mode=_stage4_mode(str(r.get("stage4_mode", "rerank"))),
             stage4_bound=float(r.get("stage4_bound", 0.1)),
             head_rescorer=bool(r.get("head_rescorer", False)),
+            while_stale={int(sp): {part: by_space(w) for part, w in profile.items()}
+                         for sp, profile in (r.get("while_stale") or {}).items()},
         )
 
     def weights_for(self, query_text: str | None) -> dict[int, float]:
@@ -251,11 +256,9 @@ class Retriever:
         # serotonin: the space weights; noradrenaline: k and the graph exploration; dopamine: the scores and the
         # answer's order (all the identity at the baselines)
         mod = self.modulation
+        s = while_stale(s, self.stale_spaces)
         weights = reweight(s.weights_for(query_text), mod.weight_exponent)
         score_weights = s.score_weights
-        if self.stale_spaces:
-            weights = {space: w for space, w in weights.items() if space not in self.stale_spaces}
-            score_weights = {space: w for space, w in score_weights.items() if space not in self.stale_spaces}
         rrf_k = s.rrf_k * mod.temperature
         space_ranks = {space: ranks(values) for space, values in scores.items()}
         fused = fuse(scores, weights, rrf_k, score_weights, space_ranks)
