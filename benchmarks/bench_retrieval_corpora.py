@@ -512,7 +512,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"[{bn.name}] stage 4: {r['stage4']}")
         check = bn.halves["tune"][: args.check]
         replay_ranks = bn.replay(chosen, check)
-        r["replay_agrees_with_run"] = round(float(np.mean(replay_ranks == found["full"][check])), 4)
+        # the replay is stages 3-5 without the head re-scorer (its features need the stored term buckets): it is
+        # checked against run() with the re-scorer off, on the same queries
+        fused_only = dataclasses.replace(chosen, head_rescorer=False)
+        run_ranks = (np.array([rank_in(top, int(bn.relevant[i])) for i, top in zip(check.tolist(),
+                                                                                    bn.full(fused_only, check)[0])])
+                     if chosen.head_rescorer else found["full"][check])
+        r["replay_agrees_with_run"] = round(float(np.mean(replay_ranks == run_ranks)), 4)
         r["pool_recall_tune"] = round(bn.pool_recall(chosen), 4)
         r["retriever_ms"] = summarize(times)
         r["systems"] = {k: {h: metrics(v[idx]) for h, idx in bn.halves.items()} for k, v in found.items()}

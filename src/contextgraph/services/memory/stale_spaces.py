@@ -2,8 +2,8 @@
 the query's may come from different models, so it cannot vote (docs/retrieval.md#while-a-space-is-re-embedded).
 
 Dropping its weights and keeping the rest as they were learned, as searches once did, left code search below E1
-alone for the length of a re-embed once E7 became the space the fusion weighs most (~30 minutes at 100K memories by
-a 1K store's rate; benchmarks/HISTORY.md, "While E7 is re-embedded"). A space may have weights of its own for that
+alone for the length of a re-embed once E7 became the space the fusion weighs most (40 minutes at 100K memories on
+two cores; benchmarks/HISTORY.md, "While E7 is re-embedded"). A space may have weights of its own for that
 time (`retrieval.while_stale`, fitted without it by benchmarks/learn_fusion.py on the same tune halves); any other
 stale space is dropped as before. The head re-scorer is off meanwhile: its model reads every space's scores, the
 stale one's among them.
