@@ -12,13 +12,27 @@ stale one's among them.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # search.py imports this module: the settings class only as a type here
-    from contextgraph.services.memory.search import RetrievalSettings
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol, TypeVar
 
 
-def while_stale(settings: RetrievalSettings, stale: frozenset[int]) -> RetrievalSettings:
+class _Fusion(Protocol):
+    """What this reads of search.RetrievalSettings (a frozen dataclass; search.py imports this module)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # a dataclass: dataclasses.replace makes the copy
+
+    @property
+    def space_weights(self) -> Mapping[int, float]: ...
+    @property
+    def score_weights(self) -> Mapping[int, float]: ...
+    @property
+    def while_stale(self) -> Mapping[int, Mapping[str, Mapping[int, float]]]: ...
+
+
+Settings = TypeVar("Settings", bound=_Fusion)
+
+
+def while_stale(settings: Settings, stale: frozenset[int]) -> Settings:
     """`settings` for a search while the spaces in `stale` are being re-embedded (itself when none is)."""
     if not stale:
         return settings
@@ -26,7 +40,8 @@ def while_stale(settings: RetrievalSettings, stale: frozenset[int]) -> Retrieval
     if len(stale) == 1 and (profile := settings.while_stale.get(next(iter(stale)))):
         space_weights = {**space_weights, **profile.get("space_weights", {})}
         score_weights = profile.get("score_weights", {})
-    return dataclasses.replace(
-        settings, head_rescorer=False,
-        space_weights={space: w for space, w in space_weights.items() if space not in stale},
-        score_weights={space: w for space, w in score_weights.items() if space not in stale})
+    changes: dict[str, Any] = {
+        "head_rescorer": False,
+        "space_weights": {space: w for space, w in space_weights.items() if space not in stale},
+        "score_weights": {space: w for space, w in score_weights.items() if space not in stale}}
+    return dataclasses.replace(settings, **changes)
