@@ -98,12 +98,14 @@ def _translation_records() -> list[tuple[str, str, str]]:
     return out
 
 
-def prose_corpus(n_docs: int = 2400, seed: int = 20261126) -> CorpusData:
+def eligible_prose() -> list[Item]:
+    """Every package description the prose corpus may draw (the module's rules), in the index's order; also what
+    E7's prose training pairs are mined from, less the corpus's sample (benchmarks/prose_encoder_data.py)."""
     seen_first: set[str] = set()
     seen_query: set[str] = set()
     eligible: list[Item] = []
     for package, synopsis, long in _translation_records():
-        first = long.split("\n\n")[0].lower()[:300]
+        first = first_paragraph_key(long)
         q_key = synopsis.lower()
         words = len(long.split())
         if first in seen_first or q_key in seen_query:
@@ -113,6 +115,16 @@ def prose_corpus(n_docs: int = 2400, seed: int = 20261126) -> CorpusData:
         if not 25 <= words <= 250 or len(synopsis.split()) < 3 or _SKIP.search(synopsis):
             continue
         eligible.append(Item(synopsis, long, package))
+    return eligible
+
+
+def first_paragraph_key(description: str) -> str:
+    """What makes two descriptions the same package's (-dev/-doc/-data siblings repeat the first paragraph)."""
+    return description.split("\n\n")[0].lower()[:300]
+
+
+def prose_corpus(n_docs: int = 2400, seed: int = 20261126) -> CorpusData:
+    eligible = eligible_prose()
     chosen = sorted(random.Random(seed).sample(range(len(eligible)), min(n_docs, len(eligible))))
     return CorpusData("prose", "text", [eligible[i] for i in chosen])
 

@@ -182,8 +182,10 @@ class Bench:
         log(f"[{self.name}] north star: {self.star_info}")
         return view
 
-    def ranks_of(self, lists: Sequence[Sequence[int]]) -> np.ndarray:
-        return np.array([rank_in(found, int(self.relevant[i])) for i, found in enumerate(lists)])
+    def ranks_of(self, lists: Sequence[Sequence[int]], idx: np.ndarray | None = None) -> np.ndarray:
+        """Rank of each query's relevant document in its list: the lists of every query, or of queries `idx`."""
+        queries = range(len(lists)) if idx is None else idx.tolist()
+        return np.array([rank_in(found, int(self.relevant[i])) for i, found in zip(queries, lists)])
 
     # -- baselines --
     def lexical(self, space: int, k1: float, b: float, k: int = TOP_K, idx: np.ndarray | None = None) -> list:
@@ -515,9 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the replay is stages 3-5 without the head re-scorer (its features need the stored term buckets): it is
         # checked against run() with the re-scorer off, on the same queries
         fused_only = dataclasses.replace(chosen, head_rescorer=False)
-        run_ranks = (np.array([rank_in(top, int(bn.relevant[i])) for i, top in zip(check.tolist(),
-                                                                                    bn.full(fused_only, check)[0])])
-                     if chosen.head_rescorer else found["full"][check])
+        run_ranks = bn.ranks_of(bn.full(fused_only, check)[0], check) if chosen.head_rescorer else found["full"][check]
         r["replay_agrees_with_run"] = round(float(np.mean(replay_ranks == run_ranks)), 4)
         r["pool_recall_tune"] = round(bn.pool_recall(chosen), 4)
         r["retriever_ms"] = summarize(times)

@@ -26,14 +26,11 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from _corpora import _SKIP, _translation_records, prose_corpus
+from _corpora import eligible_prose, first_paragraph_key, prose_corpus
+from code_encoder_data import _key
 
 SEED = 38
 DEV_SHARE = 0.04
-
-
-def _key(text: str) -> str:
-    return " ".join(text.split()).lower()
 
 
 def installed_packages() -> set[str]:
@@ -49,22 +46,11 @@ def mine(seed: int = SEED) -> list[dict]:
     corpus = prose_corpus()
     banned = {item.where for item in corpus.items} | installed_packages()
     banned_q = {_key(item.query) for item in corpus.items}
-    banned_first = {item.document.split("\n\n")[0].lower()[:300] for item in corpus.items}
-    seen_q: set[str] = set()
-    seen_first: set[str] = set()
-    out: list[dict] = []
-    for package, synopsis, long in _translation_records():
-        first = long.split("\n\n")[0].lower()[:300]
-        q = _key(synopsis)
-        if first in seen_first or q in seen_q:
-            continue
-        seen_first.add(first)
-        seen_q.add(q)
-        words = len(long.split())
-        if (package in banned or q in banned_q or first in banned_first or not 25 <= words <= 250
-                or len(synopsis.split()) < 3 or _SKIP.search(synopsis)):
-            continue
-        out.append({"query": synopsis, "document": long, "package": family(package), "where": package})
+    banned_first = {first_paragraph_key(item.document) for item in corpus.items}
+    out = [{"query": item.query, "document": item.document, "package": family(item.where), "where": item.where}
+           for item in eligible_prose()
+           if not (item.where in banned or _key(item.query) in banned_q
+                   or first_paragraph_key(item.document) in banned_first)]
     rng = random.Random(seed)
     for row in out:
         row["split"] = "dev" if rng.random() < DEV_SHARE else "train"

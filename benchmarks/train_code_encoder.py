@@ -75,7 +75,10 @@ def load_pairs(paths: list[Path]) -> tuple[list[dict], dict[str, list[dict]]]:
                 row = json.loads(line)
                 row = {"query": row["query"], "document": row.get("code") or row["document"],
                        "pool": f"{source}:{row['package']}", "split": row["split"]}
-                (train.append(row) if row["split"] == "train" else dev.setdefault(source, []).append(row))
+                if row["split"] == "train":
+                    train.append(row)
+                else:
+                    dev.setdefault(source, []).append(row)
     return train, dev
 
 

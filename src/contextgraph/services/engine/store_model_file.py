@@ -207,7 +207,11 @@ def load_translations(path: Path, key: str, store_id: str | None,
 def header_of(path: Path) -> dict[str, Any]:
     """The JSON header of a kept fit, for `contextgraph doctor`; raises when the file cannot be read."""
     with np.load(path, allow_pickle=False) as data:
-        return json.loads(bytes(data["header"]).decode())
+        return _header(data)
+
+
+def _header(data: Any) -> dict[str, Any]:
+    return json.loads(bytes(data["header"]).decode())
 
 
 def _write(path: Path, arrays: dict[str, Any], header: dict[str, Any]) -> None:
@@ -231,7 +235,7 @@ def _read(path: Path, key: str, store_id: str | None, last_seq: int) -> tuple[di
         return None
     try:
         with np.load(path, allow_pickle=False) as data:
-            header = json.loads(bytes(data["header"]).decode())
+            header = _header(data)
             if (header.get("format") != FORMAT or header.get("key") != key or header.get("store_id") != store_id
                     or int(header["last_seq"]) > last_seq):
                 return None
