@@ -264,21 +264,20 @@ def _reindex(args: argparse.Namespace) -> int:
 
     from contextgraph.config import store_location
     from contextgraph.errors import StorageError
-    from contextgraph.storage.maintenance import STORE_DIR, reindex
+    from contextgraph.storage.maintenance import STORE_DIR, reindex, reindex_postgres_sparse
 
     settings = _settings(args)
     backend, where = store_location(settings.store_url, settings.home)
-    if backend != "lmdb":
-        print("contextgraph: a PostgreSQL store's indexes live in the database and are kept by every write; "
-              "rebuild one with REINDEX INDEX contextgraph.vec_eNN_hnsw (contextgraph doctor lists them)",
-              file=sys.stderr)
-        return 1
-    home = Path(where)
-    if not (home / STORE_DIR).is_dir():
+    home = Path(where if backend == "lmdb" else settings.home)
+    if backend == "lmdb" and not (home / STORE_DIR).is_dir():
         print(f"contextgraph: no store in {home}; nothing to reindex", file=sys.stderr)
         return 1
+    if backend != "lmdb":
+        print("contextgraph: a PostgreSQL store's vector indexes live in the database and are kept by every write "
+              "(rebuild one with REINDEX INDEX contextgraph.vec_eNN_hnsw; contextgraph doctor lists them); "
+              "rebuilding this host's E6/E13 cache", file=sys.stderr)
     try:
-        sizes = reindex(home)
+        sizes = reindex(home) if backend == "lmdb" else reindex_postgres_sparse(home, str(where))
     except StorageError as exc:  # a damaged store: what is wrong and what to do, not a traceback
         print(f"contextgraph reindex: {exc.message}", file=sys.stderr)
         return 1

@@ -10,13 +10,14 @@ from contextgraph.storage.base import MemoryStore, OplogEntry
 from contextgraph.storage.index_files import INDEXED_SPACES
 
 
-def rewritten_spaces(store: MemoryStore, entries: Sequence[OplogEntry]) -> list[tuple[list[int], list[Fingerprint]]]:
-    """The rewritten spaces of the memories `entries` name (their current values), grouped by the set of
-    spaces, since _add wants every fingerprint of a batch to hold the same spaces. A memory deleted since
-    reads None and is skipped (its delete entry follows)."""
+def rewritten_spaces(store: MemoryStore, entries: Sequence[OplogEntry],
+                     indexed: Sequence[int] = INDEXED_SPACES) -> list[tuple[list[int], list[Fingerprint]]]:
+    """The rewritten spaces (of those `indexed`) of the memories `entries` name, their current values, grouped by
+    the set of spaces, since _add wants every fingerprint of a batch to hold the same spaces. A memory deleted
+    since reads None and is skipped (its delete entry follows)."""
     groups: dict[tuple[int, ...], list[int]] = {}
     for e in entries:
-        spaces = tuple(s for s in e.spaces if s in INDEXED_SPACES)
+        spaces = tuple(s for s in e.spaces if s in indexed)
         if spaces:
             groups.setdefault(spaces, []).append(e.memory_seq)
     out = []

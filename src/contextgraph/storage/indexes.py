@@ -72,10 +72,12 @@ class IndexSet:
         M: int = 16,
         ef_construction: int = 200,
         ef_search: int = 64,
+        spaces: Sequence[int] = INDEXED_SPACES,
     ) -> None:
-        """`store`, when given, is caught up with before every search. `dims` fixes each dense space's dimension
-        (bits for E9); spaces not named take theirs from the first fingerprint applied."""
+        """`store`, when given, is caught up with before every search. `dims` fixes dense spaces' dimensions (bits
+        for E9; else the first fingerprint's). `spaces`: those kept (PostgreSQL's set: the sparse ones)."""
         self.store = store
+        self.spaces = tuple(sorted(spaces))
         self.applied_seq = 0  # every oplog entry up to here is reflected in the indexes
         self.store_id = getattr(store, "store_id", None)
         self._dims: dict[int, int] = dict(dims or {})
@@ -110,8 +112,8 @@ class IndexSet:
 
     def _search_many(self, queries: Mapping[int, Vector], k: int, max_df: float, closeness: bool,
                      bm25: Mapping[str, float], dropped: int = 0) -> dict[int, list[tuple[int, float]]]:
-        if bad := [space for space in queries if space not in INDEXED_SPACES]:
-            raise ValueError(f"E{bad[0]} has no index (E12 is scored per candidate from the store)")
+        if bad := [space for space in queries if space not in self.spaces]:
+            raise ValueError(f"E{bad[0]} has no index here (E12 is scored per candidate from the store)")
         # a lowered thread (contextgraph.background) searches the indexes as they are: no request waits behind it
         if self.store is not None and not in_background():
             self.catch_up()
@@ -139,9 +141,8 @@ class IndexSet:
 
     def _rescore(self, queries: Mapping[int, np.ndarray], pools: Mapping[int, list[int]],
                  k: int) -> dict[int, list[tuple[int, float]]]:
-        """Each derived space's k nearest: its pool scored with the space's measure (ties by seq). E2-E4 on the
-        vectors their embedders make from the timeline's coordinates (derived_index: no read); E8/E10 on the stored
-        vectors, one read of both pools' memories (E1's graph proposes the same ones for both) with no lock held."""
+        """Each derived space's k nearest: its pool scored with the space's measure (ties by seq). E2-E4 on vectors
+        made from the timeline's coordinates (no read); E8/E10 on the stored ones, one read of both pools, no lock."""
         stored = {space: pool for space, pool in pools.items()
                   if not isinstance(self._indexes[space], TimelineIndex)}
         union = list(dict.fromkeys(seq for pool in stored.values() for seq in pool))
@@ -177,7 +178,7 @@ class IndexSet:
         return self._read_sparse(space, lambda index: index.idf(terms))
 
     def _read_sparse(self, space: int, read: Callable[[SparseIndex], np.ndarray]) -> np.ndarray:
-        """`read` of a sparse space's index (an empty one before the space has any memory), under the read lock."""
+        """`read` of a sparse space's index (an empty one before it has any memory), under the read lock."""
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
         with self._lock.read():
@@ -209,8 +210,7 @@ class IndexSet:
                 index.remove(seq)
 
     def catch_up(self, store: MemoryStore | None = None) -> int:
-        """Apply the store's oplog entries after `applied_seq`; returns how many were read. Costs one short
-        read transaction when there is nothing new, so it is cheap enough to run before every search."""
+        """Apply the oplog after `applied_seq`; returns how many entries were read (one short read if none)."""
         store = self._source(store)
         if store.last_seq() <= self.applied_seq:
             return 0
@@ -224,9 +224,9 @@ class IndexSet:
                 deletes = [e.memory_seq for e in entries if e.op == "delete"]
                 # Read outside the lock; a fingerprint deleted meanwhile comes back None and its delete entry
                 # follows in the log. Seqs are never reused, so applying puts before deletes is order-safe.
-                fps = store.fingerprints(puts, spaces=INDEXED_SPACES) if puts else []
+                fps = store.fingerprints(puts, spaces=self.spaces) if puts else []
                 found = [(s, fp) for s, fp in zip(puts, fps) if fp is not None]
-                rewritten = rewritten_spaces(store, [e for e in entries if e.op == "rewrite"])
+                rewritten = rewritten_spaces(store, [e for e in entries if e.op == "rewrite"], self.spaces)
                 with self._lock.write():
                     # `apply` may have indexed some of them since `puts` was taken (it runs on another thread)
                     found = [(s, fp) for s, fp in found if s not in self._ahead]
@@ -252,7 +252,7 @@ class IndexSet:
     ) -> None:
         if not seqs:
             return
-        for space in INDEXED_SPACES:
+        for space in self.spaces:
             column = [fp[space] for fp in fps if space in fp]
             if not column:
                 continue
@@ -298,7 +298,7 @@ class IndexSet:
         done = 0
         if progress:
             progress(0, total)
-        for seqs, fps in scan_batches(store.scan(spaces=INDEXED_SPACES), start, _BATCH):
+        for seqs, fps in scan_batches(store.scan(spaces=self.spaces), start, _BATCH):
             self._add(fresh, seqs, fps, capacity=total)
             done += len(seqs)
             if progress:
@@ -327,7 +327,8 @@ class IndexSet:
                     spaces[str(space)] = {"kind": kind_of(space), "file": name, "size": len(index),
                                           DIGESTS: saved_digests(tmp, name)}
                 manifest = {"version": MANIFEST_VERSION, "store_id": self.store_id, "applied_seq": self.applied_seq,
-                            "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces}
+                            "ahead": sorted(self._ahead), "params": self._params, "spaces": spaces,
+                            "indexed": list(self.spaces)}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
         save_dirs.publish(Path(directory), fill)
@@ -346,8 +347,9 @@ class IndexSet:
                 time.sleep(0.05)  # back off: a concurrent save's rename window is short
             try:
                 manifest = read_manifest(directory)
-                if manifest.get("version") != MANIFEST_VERSION:
-                    return None
+                if manifest.get("version") != MANIFEST_VERSION or \
+                        manifest.get("indexed", list(INDEXED_SPACES)) != sorted(params.get("spaces", INDEXED_SPACES)):
+                    return None  # an older layout, or a set of other spaces: rebuilt
                 verify_set(directory, list(manifest["spaces"].values()))
                 indexes = {int(space): load_entry(directory, entry, ef_search, verified=True)
                            for space, entry in manifest["spaces"].items()}
@@ -372,19 +374,16 @@ class IndexSet:
             saved["ef_search"] = ef_search
         saved.update(params)
         self = cls(store, **saved)
-        self._indexes = indexes
-        self.applied_seq = manifest["applied_seq"]
+        self._indexes, self.applied_seq, self.store_id = indexes, manifest["applied_seq"], manifest["store_id"]
         self._ahead = set(manifest["ahead"])
-        self.store_id = manifest["store_id"]
         if store is not None:
             self.replayed = self.catch_up(store)
         return self
 
     @classmethod
     def open(cls, directory: Path | str, store: MemoryStore, progress: Progress | None = None, **params) -> IndexSet:
-        """Load the saved set if it is usable, else rebuild from the store; save the result when it differs from
-        the files (rebuilt, or the oplog replayed into it). First removes what saves killed midway left behind
-        (save_dirs)."""
+        """The saved set if usable, else one rebuilt from the store, saved when it differs from the files (rebuilt,
+        or the oplog replayed into it); what killed saves left behind is removed first (save_dirs)."""
         for path in save_dirs.remove_stale(Path(directory)):
             _log.info("removed a stale partial index save", path=str(path))
         loaded = cls.load(directory, store, **params)

@@ -1,4 +1,5 @@
-"""Offline maintenance of a data directory: rebuild every index from LMDB (the source of truth)."""
+"""Offline maintenance of a data directory: rebuild every index from LMDB (the source of truth), or a PostgreSQL
+store's sparse cache from the database."""
 
 from __future__ import annotations
 
@@ -41,5 +42,19 @@ def reindex(home: Path, stream: TextIO | None = None) -> dict[int, int]:
         save_dirs.remove_stale(home / INDEX_DIR)  # what killed saves left behind (a full set of files each)
         indexes = IndexSet(store)
         indexes.rebuild(store, ProgressBar("reindex", stream))
+        indexes.save(home / INDEX_DIR)
+        return indexes.sizes()
+
+
+def reindex_postgres_sparse(home: Path, url: str, stream: TextIO | None = None) -> dict[int, int]:
+    """Rebuild a PostgreSQL store's sparse cache (E6/E13, storage/postgres/search.py) in `home` from the database
+    and save it; returns its sizes by space. The database's own indexes are kept by every write."""
+    from contextgraph.storage.index_files import SPARSE_SPACES
+    from contextgraph.storage.postgres.store import PgStore
+
+    with PgStore(url) as store:
+        save_dirs.remove_stale(home / INDEX_DIR)
+        indexes = IndexSet(store, spaces=SPARSE_SPACES)
+        indexes.rebuild(store, ProgressBar("reindex E6/E13", stream))
         indexes.save(home / INDEX_DIR)
         return indexes.sizes()

@@ -1,7 +1,8 @@
 """The PostgreSQL search (storage/postgres/search.py) against the LMDB backend's indexes on the same memories:
-BM25 over the postings equals SparseIndex exactly (the same seqs and scores, with max_df and tuned k1/b),
-score_sparse equals it for any documents, the HNSW and Hamming searches find what the exact measures rank
-first and score it the same; deletes and rewrites are searchable when they commit; the planner uses HNSW."""
+BM25 over the postings in SQL, and from the in-process sparse cache, equals SparseIndex exactly (the same seqs
+and scores, with max_df and tuned k1/b), score_sparse equals it for any documents, the HNSW and Hamming searches
+find what the exact measures rank first and score it the same; deletes and rewrites are searchable when they
+commit; the planner uses HNSW."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ N = 120
 
 @pytest.fixture(scope="module")
 def twin(tmp_path_factory, postgres_server):
-    """The same N memories (and one delete) in an LMDB store with its IndexSet and in PostgreSQL."""
+    """The same N memories (and one delete) in an LMDB store with its IndexSet and in PostgreSQL; the sparse
+    tests run on both PostgreSQL paths (`sparse_paths`)."""
     import uuid
 
     import psycopg
@@ -51,15 +53,21 @@ def twin(tmp_path_factory, postgres_server):
     lm.delete(gone.id)
     indexes = IndexSet(lm)
     indexes.catch_up()
-    yield PgIndexes(pg), indexes, fps
+    cached = PgIndexes(pg, tmp_path_factory.mktemp("pg-sparse") / "indexes")
+    yield PgIndexes(pg), indexes, fps, cached
     pg.close()
     lm.close()
 
 
+def sparse_paths(twin) -> list[PgIndexes]:
+    """BM25 summed in SQL, and from the sparse cache."""
+    return [twin[0], twin[3]]
+
+
 def test_bm25_search_equals_the_sparse_index(twin):
-    pgi, lmi, fps = twin
+    _, lmi, fps, _ = twin
     rng = np.random.default_rng(1)
-    for space in (6, 13):
+    for pgi, space in ((pgi, space) for pgi in sparse_paths(twin) for space in (6, 13)):
         for _ in range(10):
             query = fps[int(rng.integers(0, N))][space]
             for max_df, bm25 in ((1.0, {}), (0.3, {"k1": 0.9, "b": 0.4})):
@@ -70,25 +78,27 @@ def test_bm25_search_equals_the_sparse_index(twin):
 
 
 def test_score_sparse_equals_the_sparse_index(twin):
-    pgi, lmi, fps = twin
+    _, lmi, fps, _ = twin
     docs = [fps[i][6] for i in range(0, N, 7)]
-    for query in (fps[3][6], fps[50][6], Sparse(np.array([5, 99999], np.int32), np.ones(2, np.float32))):
-        np.testing.assert_allclose(pgi.score_sparse(6, query, docs, k1=1.1, b=0.6),
-                                   lmi.score_sparse(6, query, docs, k1=1.1, b=0.6), rtol=1e-9)
+    for pgi in sparse_paths(twin):
+        for query in (fps[3][6], fps[50][6], Sparse(np.array([5, 99999], np.int32), np.ones(2, np.float32))):
+            np.testing.assert_allclose(pgi.score_sparse(6, query, docs, k1=1.1, b=0.6),
+                                       lmi.score_sparse(6, query, docs, k1=1.1, b=0.6), rtol=1e-9)
 
 
 def test_sparse_idf_is_the_idf_score_sparse_weighs_by(twin):
     """Each backend's idf of a term (repeats and unknown terms included) is what a one-term document with tf 1
     scores under BM25 with k1 = 1, b = 0: the idf that score_sparse multiplies in."""
-    pgi, lmi, fps = twin
+    _, lmi, fps, _ = twin
     terms = np.concatenate([fps[3][6].indices, fps[3][6].indices[:2], [99999]]).astype(np.int64)
     ones = np.ones(1, np.float32)
     one_term = [Sparse(np.array([t], np.int32), ones) for t in terms.tolist()]
     query = Sparse(np.unique(terms).astype(np.int32), np.ones(len(np.unique(terms)), np.float32))
-    for index in (pgi, lmi):
+    for index in (*sparse_paths(twin), lmi):
         np.testing.assert_allclose(index.sparse_idf(6, terms), index.score_sparse(6, query, one_term, k1=1.0, b=0.0),
                                    rtol=1e-12)
-    np.testing.assert_allclose(pgi.sparse_idf(6, terms), lmi.sparse_idf(6, terms), rtol=1e-9)
+    for pgi in sparse_paths(twin):
+        np.testing.assert_allclose(pgi.sparse_idf(6, terms), lmi.sparse_idf(6, terms), rtol=1e-9)
 
 
 @settings(max_examples=60, deadline=None)
@@ -108,7 +118,7 @@ def test_bm25_kernel_equals_sparse_index_score(docs, query_terms, k1, b):
 
 
 def test_dense_and_binary_search_find_the_exact_nearest(twin):
-    pgi, lmi, fps = twin
+    pgi, lmi, fps, _ = twin
     for space in (1, 2, 5, 9):
         for i in (0, 33, 90):
             got = pgi.search(space, fps[i][space], 5)
@@ -122,14 +132,14 @@ def test_dense_and_binary_search_find_the_exact_nearest(twin):
 
 
 def test_sizes_and_larger_k_than_ef_search(twin):
-    pgi, lmi, _ = twin
-    assert pgi.sizes() == lmi.sizes()
+    pgi, lmi, _, cached = twin
+    assert pgi.sizes() == lmi.sizes() == cached.sizes()
     assert set(pgi.sizes()) == set(INDEXED_SPACES)
     assert len(pgi.search(1, np.ones(384, np.float32), 100)) == 100  # ef_search raised to k for the query
 
 
 def test_the_planner_uses_the_hnsw_indexes(twin):
-    pgi, _, fps = twin
+    pgi, _, fps, _ = twin
     with pgi.store.connection() as conn:
         conn.execute("SET enable_seqscan = off")  # 120 rows: without it a scan is cheaper and chosen
         for space, op in ((1, "<=>"), (2, "<#>"), (9, "<~>")):

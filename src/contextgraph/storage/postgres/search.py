@@ -1,9 +1,11 @@
-"""storage.base.SearchIndexes on the database: candidate generation in SQL, nothing cached in the process.
+"""storage.base.SearchIndexes on the database: candidate generation in SQL, except for the sparse spaces.
 
     E1 E2 E3 E4 E5 E7 E8 E10 E11   HNSW over vec_eNN.v: cosine (`<=>`), E2 the dot product (`<#>`)
     E9                             HNSW over bit(d) with Hamming distance (`<~>`)
-    E6 E13                         BM25 over sparse_postings, summed in SQL (idf from the live df, avgdl from
-                                   sparse_stats), the same formula and tie order as storage.sparse_index
+    E6 E13                         BM25 from an in-process inverted index (storage.indexes.IndexSet over these two
+                                   spaces only) kept in step through the oplog, saved in the data directory; or,
+                                   with no directory to keep it in, summed in SQL over sparse_postings (idf from
+                                   the live df, avgdl from sparse_stats), the same formula and tie order
 
 Scores are the LMDB indexes' (cosine, dot, 1 − Hamming/bits, BM25), so the retriever fuses and reranks them
 client-side exactly as with LMDB (its stage timings and per-space ranks are the same code). Fusion in SQL was
@@ -12,10 +14,14 @@ nine queries fused in numpy (fewer round trips), but the Retriever does not fuse
 all 13 spaces on the union of three candidate queries, with E12's MaxSim (slower in SQL, benchmarks/README) and BM25 on
 live statistics; keeping that client-side keeps both backends' rankings the same code.
 
-Because the indexes live in the database, a write by any server is searchable when it commits: there is no
-process-local cache to catch up, so neither LISTEN/NOTIFY nor polling is needed. `catch_up` only advances
-`applied_seq` to the log's head (what callers that read it expect); the oplog stays for anything that keeps its
-own cache.
+Why the sparse spaces are cached: summed in SQL, BM25 reads every posting of the query's terms (up to
+`sparse_max_df` of the store each) at ~0.85 µs a row, 13 ms a search at 10K memories and 155 ms at 100K, and the
+UTL's neighbourhood asks it with every term of a new memory; the in-process index adds numpy arrays (~2 ms at
+100K, as LMDB's). The dense spaces stay in the database: their HNSW answers in a few milliseconds at any size.
+
+A write by any server is searchable when it commits: the dense indexes are the database's, and the sparse cache
+catches up with the oplog before every search (one short read when nothing is new), as LMDB's indexes do; the
+database stays the source of truth, and a cache that is missing, damaged or of another store is rebuilt from it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from psycopg import sql
 
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
 from contextgraph.storage.base import MemoryStore
+from contextgraph.storage.indexes import IndexSet
 from contextgraph.storage.postgres.schema import (
     BINARY_SPACES,
     DENSE_OPS,
@@ -63,10 +70,13 @@ _BM25_SQL = (
 
 
 class PgIndexes:
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: PgStore, sparse_dir: Path | None = None) -> None:
+        """`sparse_dir`: where the sparse spaces' index is kept (loaded, or built from the store, now), the
+        directory `save` is then given; None scores them in SQL."""
         self.store = store
         self.store_id = store.store_id
         self.applied_seq = store.last_seq()
+        self._sparse = IndexSet.open(sparse_dir, store, spaces=SPARSE_SPACES) if sparse_dir is not None else None
 
     # --- queries -----------------------------------------------------------------------------------------------
     def search(self, space: int, query: Vector, k: int, max_df: float = 1.0,
@@ -77,6 +87,8 @@ class PgIndexes:
         if k <= 0:
             return []
         if space in SPARSE_SPACES:
+            if self._sparse is not None:
+                return self._sparse.search(space, query, k, max_df, **bm25)
             return self._bm25(space, sparse(query), k, max_df, **bm25)
         types = self.store.space_types()
         if space not in types:
@@ -123,6 +135,8 @@ class PgIndexes:
         """float64 [len(docs)] BM25 scores of given documents with this space's live statistics (df, avgdl)."""
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
+        if self._sparse is not None:
+            return self._sparse.score_sparse(space, query, docs, k1=k1, b=b)
         terms = np.unique(np.asarray(query.indices, dtype=np.int64))
         if not len(terms) or not len(docs):
             return np.zeros(len(docs))
@@ -133,6 +147,8 @@ class PgIndexes:
         """float64 BM25 idf of each term with this space's live statistics, as score_sparse weighs it."""
         if space not in SPARSE_SPACES:
             raise ValueError(f"E{space} is not a sparse space")
+        if self._sparse is not None:
+            return self._sparse.sparse_idf(space, terms)
         terms = np.asarray(terms, dtype=np.int64)
         if not len(terms):
             return np.zeros(0)
@@ -158,18 +174,26 @@ class PgIndexes:
                 out[int(space)] = int(docs)
         return dict(sorted(out.items()))
 
-    # --- what the LMDB caches need and the database does in the write itself --------------------------------
+    # --- the sparse cache's upkeep (the database's own indexes are written with each transaction) -------------
     def apply(self, seq: int, fingerprint: Fingerprint) -> None:
-        """Nothing to do: the put's transaction wrote the memory's vector rows and postings."""
+        """The writer's put, in the sparse cache ahead of its catch-up (the put's transaction wrote the rest)."""
+        if self._sparse is not None:
+            self._sparse.apply(seq, fingerprint)
 
     def remove(self, seq: int) -> None:
-        """Nothing to do: a delete's transaction removes the rows."""
+        if self._sparse is not None:
+            self._sparse.remove(seq)
 
     def catch_up(self, store: MemoryStore | None = None) -> int:
-        """Every committed write is already searchable; advance `applied_seq` to the log's head."""
+        """Bring the sparse cache up to the log's head and advance `applied_seq` there (the database's own indexes
+        need nothing: every committed write is already searchable)."""
+        if self._sparse is not None:
+            self._sparse.catch_up(self.store)
         head = self.store.last_seq()
         done, self.applied_seq = max(head - self.applied_seq, 0), max(head, self.applied_seq)
         return done
 
     def save(self, directory: Path | str) -> None:
-        """Nothing to save: the indexes are the database's."""
+        """Save the sparse cache (the rest is the database's)."""
+        if self._sparse is not None:
+            self._sparse.save(directory)
