@@ -264,7 +264,7 @@ def _reindex(args: argparse.Namespace) -> int:
 
     from contextgraph.config import store_location
     from contextgraph.errors import StorageError
-    from contextgraph.storage.maintenance import STORE_DIR, reindex, reindex_postgres_sparse
+    from contextgraph.storage.maintenance import STORE_DIR, reindex, reindex_postgres_local
 
     settings = _settings(args)
     backend, where = store_location(settings.store_url, settings.home)
@@ -275,9 +275,9 @@ def _reindex(args: argparse.Namespace) -> int:
     if backend != "lmdb":
         print("contextgraph: a PostgreSQL store's vector indexes live in the database and are kept by every write "
               "(rebuild one with REINDEX INDEX contextgraph.vec_eNN_hnsw; contextgraph doctor lists them); "
-              "rebuilding this host's E6/E13 cache", file=sys.stderr)
+              "rebuilding this host's in-process ones (E2-E4, E6, E13)", file=sys.stderr)
     try:
-        sizes = reindex(home) if backend == "lmdb" else reindex_postgres_sparse(home, str(where))
+        sizes = reindex(home) if backend == "lmdb" else reindex_postgres_local(home, str(where))
     except StorageError as exc:  # a damaged store: what is wrong and what to do, not a traceback
         print(f"contextgraph reindex: {exc.message}", file=sys.stderr)
         return 1

@@ -159,7 +159,8 @@ def check_kept_fits(directory: Path, last_seq: int | None) -> list[Check]:
 
 def check_store_url(settings: Settings) -> list[Check]:
     """The store the settings name: LMDB (the data directory's, or lmdb:///path's) with its saved indexes, or a
-    PostgreSQL database (storage/postgres/doctor_checks.py: connectivity, versions, schema, HNSW indexes)."""
+    PostgreSQL database (storage/postgres/doctor_checks.py: connectivity, versions, schema, HNSW indexes) with
+    this host's saved in-process indexes (E2-E4, E6, E13, in the data directory)."""
     backend, where = store_location(settings.store_url, settings.home)
     if backend == "lmdb":
         return [check_store(Path(where)), check_indexes(Path(where)), *check_kept_fits(Path(where), _last_seq(where))]
@@ -169,7 +170,7 @@ def check_store_url(settings: Settings) -> list[Check]:
         return [Check("postgres", False, f"the PostgreSQL driver is not installed: {exc}",
                       "./scripts/setup.sh (or pip install -e .: psycopg[binary], psycopg-pool, pgvector)")]
     return [*(Check(f.name, f.ok, f.detail, f.fix) for f in postgres_findings(str(where))),
-            *check_kept_fits(settings.home, None)]
+            check_indexes(settings.home), *check_kept_fits(settings.home, None)]
 
 
 def _last_seq(home: str | Path) -> int | None:

@@ -1,7 +1,7 @@
 """The core memory and curation tools end to end on PostgreSQL (SPEC D18): every test of test_memory_tools.py and
 test_curation_tools.py runs again here with the app's store on a fresh database of the session's embedded
 server (CONTEXTGRAPH_STORE_URL), through the same MCP client. The two LMDB-specific ones are replaced: reindex
-by its PostgreSQL counterpart below (the host's E6/E13 cache), two processes sharing a data directory's log by
+by its PostgreSQL counterpart below (the host's in-process indexes), two processes sharing a data directory's log by
 tests/e2e/test_postgres_processes.py."""
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ def test_the_store_is_postgres(app):
     assert not (app.services.storage.home / "store").exists()  # nothing of LMDB's in the data directory
 
 
-async def test_reindex_rebuilds_the_sparse_cache_search_uses(app, settings, postgres_url):
-    """`contextgraph reindex` on PostgreSQL rebuilds the host's E6/E13 cache from the database (the vector indexes
-    are the database's): what it saved is a set of those two spaces, and search answers as before."""
+async def test_reindex_rebuilds_the_local_indexes_search_uses(app, settings, postgres_url):
+    """`contextgraph reindex` on PostgreSQL rebuilds the host's in-process indexes (E2-E4, E6, E13) from the
+    database (the HNSW indexes are the database's): what it saved is a set of those spaces, and search answers as
+    before."""
     async with Client(build_server(app), mode="legacy") as client:
         for text, modality in memory.MEMORIES:
             await memory.store(client, text, modality)
@@ -55,9 +56,9 @@ async def test_reindex_rebuilds_the_sparse_cache_search_uses(app, settings, post
     out = subprocess.run([str(script), "reindex", "--home", str(settings.home)], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "CONTEXTGRAPH_STORE_URL": postgres_url})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "E6: 5, E13: 5" and "5/5" in out.stderr
+    assert out.stdout.strip() == "E2: 5, E3: 5, E4: 5, E6: 5, E13: 5" and "5/5" in out.stderr
     manifest = json.loads((settings.home / "indexes" / "manifest.json").read_text())
-    assert manifest["indexed"] == [6, 13] and sorted(manifest["spaces"]) == ["13", "6"]
+    assert manifest["indexed"] == [2, 3, 4, 6, 13] and sorted(manifest["spaces"], key=int) == ["2", "3", "4", "6", "13"]
     reopened = build_app(settings)
     try:
         async with Client(build_server(reopened), mode="legacy") as client:

@@ -1,5 +1,5 @@
 """Offline maintenance of a data directory: rebuild every index from LMDB (the source of truth), or a PostgreSQL
-store's sparse cache from the database."""
+store's in-process indexes from the database."""
 
 from __future__ import annotations
 
@@ -46,15 +46,15 @@ def reindex(home: Path, stream: TextIO | None = None) -> dict[int, int]:
         return indexes.sizes()
 
 
-def reindex_postgres_sparse(home: Path, url: str, stream: TextIO | None = None) -> dict[int, int]:
-    """Rebuild a PostgreSQL store's sparse cache (E6/E13, storage/postgres/search.py) in `home` from the database
-    and save it; returns its sizes by space. The database's own indexes are kept by every write."""
-    from contextgraph.storage.index_files import SPARSE_SPACES
+def reindex_postgres_local(home: Path, url: str, stream: TextIO | None = None) -> dict[int, int]:
+    """Rebuild a PostgreSQL store's in-process indexes (E2-E4, E6, E13: storage/postgres/search.py) in `home` from
+    the database and save them; returns their sizes by space. The database's own indexes are kept by every write."""
+    from contextgraph.storage.postgres.search import LOCAL_SPACES
     from contextgraph.storage.postgres.store import PgStore
 
     with PgStore(url) as store:
         save_dirs.remove_stale(home / INDEX_DIR)
-        indexes = IndexSet(store, spaces=SPARSE_SPACES)
-        indexes.rebuild(store, ProgressBar("reindex E6/E13", stream))
+        indexes = IndexSet(store, spaces=LOCAL_SPACES)
+        indexes.rebuild(store, ProgressBar("reindex E2-E4, E6, E13", stream))
         indexes.save(home / INDEX_DIR)
         return indexes.sizes()

@@ -15,6 +15,7 @@ from storage_fakes import fingerprint, record
 from contextgraph.fingerprint import Sparse
 from contextgraph.storage.indexes import INDEXED_SPACES, IndexSet
 from contextgraph.storage.lmdb_store import LmdbStore
+from contextgraph.storage.postgres.schema import HNSW_SPACES
 from contextgraph.storage.postgres.search import PgIndexes, bm25_scores, idf
 from contextgraph.storage.postgres.store import PgStore
 from contextgraph.storage.postgres.vectors import as_param
@@ -60,7 +61,7 @@ def twin(tmp_path_factory, postgres_server):
 
 
 def sparse_paths(twin) -> list[PgIndexes]:
-    """BM25 summed in SQL, and from the sparse cache."""
+    """E2-E4, E6 and E13 searched in SQL, and from the in-process indexes."""
     return [twin[0], twin[3]]
 
 
@@ -118,8 +119,10 @@ def test_bm25_kernel_equals_sparse_index_score(docs, query_terms, k1, b):
 
 
 def test_dense_and_binary_search_find_the_exact_nearest(twin):
-    pgi, lmi, fps, _ = twin
-    for space in (1, 2, 5, 9):
+    """HNSW (E1, E5, E9), E1's candidates re-scored (E8, E10), the timeline (E2-E4: in the process, or an exact
+    scan in SQL without a directory): each finds what LMDB's index does."""
+    _, lmi, fps, _ = twin
+    for pgi, space in ((pgi, space) for pgi in sparse_paths(twin) for space in (1, 2, 3, 4, 5, 8, 9, 10)):
         for i in (0, 33, 90):
             got = pgi.search(space, fps[i][space], 5)
             want = lmi.search(space, fps[i][space], 5)
@@ -128,7 +131,8 @@ def test_dense_and_binary_search_find_the_exact_nearest(twin):
             # 120 vectors: HNSW is exact on both here; equal scores may tie in either order (E9's Hamming)
             assert [sc for _, sc in got] == pytest.approx([sc for _, sc in want], abs=1e-4), space
             assert {s for s, sc in got if sc > got[-1][1] + 1e-4} <= {s for s, _ in want}, space
-    assert 7 not in {s for s, _ in pgi.search(1, fps[6][1], 10)}  # the deleted memory (seq 7) is gone
+    for pgi in sparse_paths(twin):  # the deleted memory (seq 7) is gone
+        assert 7 not in {s for space in (1, 2, 8) for s, _ in pgi.search(space, fps[6][space], 10)}
 
 
 def test_sizes_and_larger_k_than_ef_search(twin):
@@ -142,9 +146,17 @@ def test_the_planner_uses_the_hnsw_indexes(twin):
     pgi, _, fps, _ = twin
     with pgi.store.connection() as conn:
         conn.execute("SET enable_seqscan = off")  # 120 rows: without it a scan is cheaper and chosen
-        for space, op in ((1, "<=>"), (2, "<#>"), (9, "<~>")):
+        for space, op in ((1, "<=>"), (5, "<=>"), (9, "<~>")):
             param = as_param(space, fps[0][space], pgi.store.space_types()[space][1])
             plan = "\n".join(r[0] for r in conn.execute(
                 f"EXPLAIN SELECT seq FROM vec_e{space:02d} ORDER BY v {op} %s LIMIT 5", (param,)).fetchall())
             assert f"vec_e{space:02d}_hnsw" in plan
         conn.execute("RESET enable_seqscan")
+    assert sorted(index_names_of(pgi)) == [f"vec_e{s:02d}_hnsw" for s in HNSW_SPACES]  # no graph for E2-E4, E8, E10
+
+
+def index_names_of(pgi: PgIndexes) -> list[str]:
+    from contextgraph.storage.postgres.schema import index_names
+
+    with pgi.store.connection() as conn:
+        return list(index_names(conn))

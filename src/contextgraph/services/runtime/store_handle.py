@@ -120,14 +120,14 @@ class StoreHandle:
 
     def _open_backend(self) -> tuple[MemoryStore, SearchIndexes]:
         """The store and its search: LMDB with process-local indexes caught up from its log, or PostgreSQL,
-        whose indexes are in the database but for the sparse spaces' (imported only then: the LMDB default needs
-        no psycopg)."""
+        whose indexes are in the database but for a few kept in the process (imported only then: the LMDB default
+        needs no psycopg)."""
         if self.backend == "postgresql" and self.store_url:
             from contextgraph.storage.postgres.search import PgIndexes
             from contextgraph.storage.postgres.store import PgStore
 
             pg = PgStore(self.store_url)
-            try:  # the sparse spaces' index, a cache of this host's (PgIndexes), where LMDB keeps its indexes
+            try:  # E2-E4, E6, E13 indexed in the process (PgIndexes), a cache kept where LMDB keeps its indexes
                 return pg, PgIndexes(pg, self.store_home / INDEX_DIR)
             except BaseException:
                 pg.close()

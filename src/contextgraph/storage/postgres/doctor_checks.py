@@ -13,7 +13,7 @@ from psycopg import sql
 
 from contextgraph.storage.postgres.check import consistency_problems
 from contextgraph.storage.postgres.connect import redact
-from contextgraph.storage.postgres.schema import LATEST, SCHEMA, known_spaces, search_path
+from contextgraph.storage.postgres.schema import HNSW_SPACES, LATEST, SCHEMA, known_spaces, search_path
 
 MIN_SERVER = 150000  # server_version_num of PostgreSQL 15
 MIN_PGVECTOR = (0, 7)
@@ -80,13 +80,13 @@ def _store(conn: psycopg.Connection) -> list[Finding]:
     if row is not None and '"done": false' in row[0]:
         out.append(Finding("migration", False, "a `contextgraph migrate` into this database has not finished",
                            "run the same contextgraph migrate command again"))
-    spaces = known_spaces(conn)
+    spaces = [space for space in known_spaces(conn) if space in HNSW_SPACES]
     valid = {str(r[0]) for r in conn.execute(
         "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON "
         "n.oid = c.relnamespace JOIN pg_am a ON a.oid = c.relam WHERE n.nspname = %s AND a.amname = 'hnsw' "
         "AND i.indisvalid", (SCHEMA,)).fetchall()}
     missing = [f"E{s}" for s in sorted(spaces) if f"vec_e{s:02d}_hnsw" not in valid]
-    detail = f"{len(spaces) - len(missing)} of {len(spaces)} vector tables have a valid HNSW index"
+    detail = f"{len(spaces) - len(missing)} of {len(spaces)} searched vector tables have a valid HNSW index"
     out.append(Finding("indexes", not missing, detail + (f"; missing or invalid: {', '.join(missing)}" if missing
                                                        else ""),
                        "REINDEX the named vec_eNN_hnsw indexes (or restart a server: it recreates none)"

@@ -29,7 +29,7 @@ from contextgraph.storage.lmdb_graph import GraphTxn as LmdbGraphTxn
 from contextgraph.storage.lmdb_keys import U64, decode_oplog, read_counter, seq_key
 from contextgraph.storage.lmdb_store import LmdbStore
 from contextgraph.storage.postgres import vectors
-from contextgraph.storage.postgres.schema import fingerprint_dims, hnsw_index_name, hnsw_index_sql
+from contextgraph.storage.postgres.schema import HNSW_SPACES, fingerprint_dims, hnsw_index_name, hnsw_index_sql
 from contextgraph.storage.postgres.store import MIGRATION_DOC, PgStore
 
 Progress = Callable[[int, int], None]
@@ -217,7 +217,8 @@ def _migrate(src: LmdbStore, dst: PgStore, progress: Progress | None, window: in
         _copy_rest(src, cur)
         cur.execute("SET LOCAL maintenance_work_mem = '512MB'")  # an HNSW build in memory is far faster
         for space, (_dim, sql_type) in sorted(dst.space_types().items()):
-            cur.execute(hnsw_index_sql(space, sql_type))
+            if space in HNSW_SPACES:
+                cur.execute(hnsw_index_sql(space, sql_type))
         _set_state(cur, {**state, "copied_seq": last, "done": True})
 
     dst.run_write(finish)

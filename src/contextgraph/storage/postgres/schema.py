@@ -10,10 +10,12 @@ it). Tables:
                      session_position) and the id of its latest memory
     memories         id, seq, session, created_at, the record (codec bytes: exact round trip, unknown keys kept)
     fingerprints     seq → the codec blob of all 13 spaces (the source of truth; E12's token vectors live only here)
-    vec_eNN          seq → the space's vector, one table per indexed space, with its HNSW index:
-                     vector(d) (halfvec(d) above pgvector's 2000-dimension HNSW limit) for dense spaces, bit(d) for
-                     E9. Only immutable vectors live here: mutable fields (importance, access counts, tombstone
-                     state) stay in `memories`, so touching a memory never rewrites an HNSW-indexed row.
+    vec_eNN          seq → the space's vector, one table per vector space: vector(d) (halfvec(d) above
+                     pgvector's 2000-dimension HNSW limit) for dense spaces, bit(d) for E9. HNSW-indexed for the
+                     spaces searched by their own graph (HNSW_SPACES); the derived ones (E2-E4 ordered by their
+                     timeline in the process, E8/E10 E1's candidates re-scored) need no graph, as with LMDB. Only
+                     immutable vectors live here: mutable fields (importance, access counts, tombstone state)
+                     stay in `memories`, so touching a memory never rewrites an HNSW-indexed row.
     sparse_postings  (space, term, seq) → term frequency and document length: E6/E13 are BM25-scored (D21) with
                      live df and avgdl, which a sparsevec HNSW index (inner product of stored weights) cannot do
     sparse_stats     space → live documents and their total length (avgdl without a scan)
@@ -47,6 +49,8 @@ DENSE_SPACES = (1, 2, 3, 4, 5, 7, 8, 10, 11)
 BINARY_SPACES = (9,)
 SPARSE_SPACES = (6, 13)
 VECTOR_SPACES = DENSE_SPACES + BINARY_SPACES
+HNSW_SPACES = (1, 5, 7, 9, 11)  # as LMDB's graphs (storage/index_files.py), and E9's Hamming
+DERIVED_SPACES = tuple(s for s in VECTOR_SPACES if s not in HNSW_SPACES)  # E2-E4, E8, E10: no graph to keep
 HNSW_PARAMS = {"m": 16, "ef_construction": 200}  # the LMDB backend's hnswlib settings: equal recall
 EF_SEARCH = 64
 
@@ -75,6 +79,10 @@ CREATE TABLE reversals (hash text PRIMARY KEY, doc text NOT NULL);
 CREATE TABLE lineage (id text NOT NULL, pos integer NOT NULL, event text NOT NULL, PRIMARY KEY (id, pos));
 CREATE TABLE triples (id text PRIMARY KEY, blob bytea NOT NULL);
 CREATE TABLE documents (name text PRIMARY KEY, doc text NOT NULL);
+"""),
+    # the derived spaces' graphs: every put paid an HNSW insertion in each, and no search reads them any more
+    (2, """
+DROP INDEX IF EXISTS vec_e02_hnsw, vec_e03_hnsw, vec_e04_hnsw, vec_e08_hnsw, vec_e10_hnsw;
 """),
 )
 LATEST = MIGRATIONS[-1][0]
@@ -157,8 +165,9 @@ def known_spaces(conn: psycopg.Connection) -> dict[int, tuple[int, str]]:
 
 
 def ensure_space_tables(conn: psycopg.Connection, dims: dict[int, int]) -> dict[int, tuple[int, str]]:
-    """Make the vector table and HNSW index of every space in `dims` not made yet (one transaction, under the
-    write lock: two first puts from two servers do not race), and check the dimensions of those that exist."""
+    """Make the vector table (and HNSW index, in HNSW_SPACES) of every space in `dims` not made yet (one
+    transaction, under the write lock: two first puts from two servers do not race), and check the dimensions of
+    those that exist."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         known = known_spaces(conn)
@@ -168,7 +177,8 @@ def ensure_space_tables(conn: psycopg.Connection, dims: dict[int, int]) -> dict[
             sql_type = column_type(space, dim)
             conn.execute(sql.SQL("CREATE TABLE {} (seq bigint PRIMARY KEY, v {} NOT NULL)").format(
                 space_table(space), sql.SQL(cast(LiteralString, sql_type))))
-            conn.execute(hnsw_index_sql(space, sql_type))
+            if space in HNSW_SPACES:
+                conn.execute(hnsw_index_sql(space, sql_type))
             kind = "binary" if space in BINARY_SPACES else "dense"
             conn.execute("INSERT INTO spaces (space, kind, dim, sql_type) VALUES (%s, %s, %s, %s)",
                          (space, kind, dim, sql_type))
