@@ -278,10 +278,12 @@ SELECT seq, sum(1.0 / (%(k)s + rank)) AS score FROM ({unions}) AS ranked GROUP B
 
 
 def fusion(app: Any, args: argparse.Namespace) -> dict:
-    """On the store as it is: per query, (a) one SQL statement that takes each dense space's HNSW top 100
+    """On the store as it is: per query, (a) one SQL statement that takes each HNSW-indexed dense space's top 100
     and fuses them with RRF, (b) the same candidate queries one per space plus the fusion in numpy."""
-    from contextgraph.storage.postgres.schema import DENSE_SPACES
+    from contextgraph.storage.postgres.schema import DENSE_SPACES, HNSW_SPACES
     from contextgraph.storage.postgres.vectors import as_param
+
+    graphed = [s for s in DENSE_SPACES if s in HNSW_SPACES]  # the derived spaces have no graph to query
 
     storage = app.services.storage
     store, indexes = storage.store, storage.indexes
@@ -289,13 +291,13 @@ def fusion(app: Any, args: argparse.Namespace) -> dict:
     ops = {2: "<#>"}
     ctes = ",\n".join(f"e{s} AS (SELECT seq, row_number() OVER (ORDER BY v {ops.get(s, '<=>')} %(q{s})s) AS rank "
                       f"FROM (SELECT seq, v FROM vec_e{s:02d} ORDER BY v {ops.get(s, '<=>')} %(q{s})s LIMIT 100) "
-                      "AS t)" for s in DENSE_SPACES)
-    unions = " UNION ALL ".join(f"SELECT seq, rank FROM e{s}" for s in DENSE_SPACES)
+                      "AS t)" for s in graphed)
+    unions = " UNION ALL ".join(f"SELECT seq, rank FROM e{s}" for s in graphed)
     statement = _RRF_SQL.format(ctes=ctes, unions=unions)
     fps = [fp for _, fp in itertools.islice(store.scan(), 0, args.ops * 7, 7)]
     in_sql, client_side, agree = [], [], 0
     for fp in fps:
-        params: dict[str, Any] = {f"q{s}": as_param(s, fp[s], types[s][1]) for s in DENSE_SPACES}
+        params: dict[str, Any] = {f"q{s}": as_param(s, fp[s], types[s][1]) for s in graphed}
         params["k"] = 60
         t0 = perf()
         with store.connection() as conn, conn.transaction():  # type: ignore[attr-defined]
@@ -304,7 +306,7 @@ def fusion(app: Any, args: argparse.Namespace) -> dict:
         in_sql.append((perf() - t0) * 1e3)
         t0 = perf()
         scores: dict[int, float] = {}
-        for s in DENSE_SPACES:
+        for s in graphed:
             for rank, (seq, _) in enumerate(indexes.search(s, fp[s], 100), 1):
                 scores[seq] = scores.get(seq, 0.0) + 1.0 / (60 + rank)
         top = sorted(scores, key=lambda q: -scores[q])[:10]
