@@ -3,6 +3,7 @@ and `doctor`'s index check names it. Real LMDB, real indexes, real files cut sho
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -59,6 +60,20 @@ def test_a_truncated_index_file_is_rebuilt_at_open_and_saved_whole(home, name, f
         again = IndexSet.load(home / INDEX_DIR, store)
         assert again is not None
         _assert_serves_every_memory(again, store)
+
+
+def test_a_set_saved_before_the_manifest_named_its_spaces_loads_as_the_full_layout(home):
+    """Manifests written before `indexed` (the spaces a set keeps) were always LMDB's full sets: one without it
+    loads as such, not rebuilt; asked for other spaces (PostgreSQL's set), it is not taken."""
+    manifest = home / INDEX_DIR / "manifest.json"
+    saved = json.loads(manifest.read_text())
+    assert saved.pop("indexed") == list(INDEXED_SPACES)
+    manifest.write_text(json.dumps(saved))
+    with LmdbStore(home / STORE_DIR) as store:
+        loaded = IndexSet.load(home / INDEX_DIR, store)
+        assert loaded is not None and loaded.spaces == INDEXED_SPACES
+        _assert_serves_every_memory(loaded, store)
+        assert IndexSet.load(home / INDEX_DIR, store, spaces=(2, 3, 4, 6, 13)) is None
 
 
 def test_a_sparse_file_whose_arrays_disagree_is_rebuilt(home):
