@@ -75,7 +75,7 @@ class IndexSet:
         spaces: Sequence[int] = INDEXED_SPACES,
     ) -> None:
         """`store`, when given, is caught up with before every search. `dims` fixes dense spaces' dimensions (bits
-        for E9; else the first fingerprint's). `spaces`: those kept (PostgreSQL's set: the sparse ones)."""
+        for E9; else the first fingerprint's). `spaces`: those kept (PostgreSQL's: the timeline and sparse ones)."""
         self.store = store
         self.spaces = tuple(sorted(spaces))
         self.applied_seq = 0  # every oplog entry up to here is reflected in the indexes
