@@ -250,11 +250,16 @@ class TimelineIndex(_Membership):
         return self
 
 
+def pool_size(k: int, dropped: int = 0) -> int:
+    """How many candidates a derived space re-scores for its k nearest, `dropped` of which the caller leaves out."""
+    return max(POOL_MIN, POOL_FACTOR * (k - dropped)) + dropped if k > 0 else 0
+
+
 def candidate_pool(index: TimelineIndex | BorrowedIndex, leader: Any, query: np.ndarray, k: int,
                    dropped: int = 0) -> list[int]:
     """A derived space's candidates for its k nearest, `dropped` of which the caller leaves out: E2-E4's from the
     timeline, E8/E10's from `leader`, their leader's DenseIndex (E1's graph; None before it exists)."""
-    size = max(POOL_MIN, POOL_FACTOR * (k - dropped)) + dropped if k > 0 else 0
+    size = pool_size(k, dropped)
     if isinstance(index, TimelineIndex):
         return index.pool(query, size)
     if leader is None or not size:

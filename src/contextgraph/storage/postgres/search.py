@@ -40,7 +40,7 @@ from psycopg import sql
 
 from contextgraph.fingerprint import Fingerprint, Sparse, Vector, dense, sparse
 from contextgraph.storage.base import MemoryStore
-from contextgraph.storage.derived_index import BORROWED, POOL_FACTOR, POOL_MIN, TIMELINES
+from contextgraph.storage.derived_index import BORROWED, TIMELINES, pool_size
 from contextgraph.storage.indexes import IndexSet
 from contextgraph.storage.postgres.schema import (
     BINARY_SPACES,
@@ -117,7 +117,7 @@ class PgIndexes:
         """E8/E10 as LMDB's BorrowedIndex: E1's graph proposes max(64, 4k) memories (E8 and E10 rank like E1),
         their own vectors score them by cosine, ties by seq."""
         leader = BORROWED[space].leader
-        pool = [seq for seq, _ in self.search(leader, query[: types[leader][0]], max(POOL_MIN, POOL_FACTOR * k))]
+        pool = [seq for seq, _ in self.search(leader, query[: types[leader][0]], pool_size(k))]
         if not pool:
             return []
         statement = sql.SQL("SELECT seq, 1 - (v <=> %(q)s) FROM {} WHERE seq = ANY(%(pool)s)").format(
