@@ -221,12 +221,29 @@ async def test_a_second_process_sees_the_first_ones_memories(app, settings, tmp_
         assert "red pandas" in found["results"][0]["content"]
 
 
-async def test_reindex_rebuilds_what_search_uses(app, settings):
+async def store_all_and_search(app) -> list[str]:
+    """MEMORIES stored through `app`, then the ids one search finds; the app is closed after."""
     async with Client(build_server(app), mode="legacy") as client:
         for text, modality in MEMORIES:
             await store(client, text, modality)
-        before = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
+        found = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
     app.close()
+    return [r["id"] for r in found["results"]]
+
+
+async def search_reopened(settings) -> list[str]:
+    """The ids the same search finds in a new app on the same data directory."""
+    reopened = build_app(settings)
+    try:
+        async with Client(build_server(reopened), mode="legacy") as client:
+            found = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
+    finally:
+        reopened.close()
+    return [r["id"] for r in found["results"]]
+
+
+async def test_reindex_rebuilds_what_search_uses(app, settings):
+    before = await store_all_and_search(app)
     script = Path(sys.executable).parent / "contextgraph"
     out = subprocess.run([str(script), "reindex", "--home", str(settings.home)], capture_output=True, text=True,
                          timeout=120)
@@ -235,10 +252,4 @@ async def test_reindex_rebuilds_what_search_uses(app, settings):
     doctor = subprocess.run([str(script), "doctor", "--home", str(settings.home)], capture_output=True, text=True,
                             timeout=120)
     assert "5 memories, consistent" in doctor.stdout
-    reopened = build_app(settings)
-    try:
-        async with Client(build_server(reopened), mode="legacy") as client:
-            after = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
-    finally:
-        reopened.close()
-    assert [r["id"] for r in after["results"]] == [r["id"] for r in before["results"]]
+    assert await search_reopened(settings) == before

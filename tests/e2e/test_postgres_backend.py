@@ -15,10 +15,6 @@ from pathlib import Path
 import pytest
 import test_curation_tools as curation
 import test_memory_tools as memory
-from mcp import Client
-
-from contextgraph.app import build_app
-from contextgraph.server import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -47,11 +43,7 @@ async def test_reindex_rebuilds_the_local_indexes_search_uses(app, settings, pos
     """`contextgraph reindex` on PostgreSQL rebuilds the host's in-process indexes (E2-E4, E6, E13) from the
     database (the HNSW indexes are the database's): what it saved is a set of those spaces, and search answers as
     before."""
-    async with Client(build_server(app), mode="legacy") as client:
-        for text, modality in memory.MEMORIES:
-            await memory.store(client, text, modality)
-        before = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
-    app.close()
+    before = await memory.store_all_and_search(app)
     script = Path(sys.executable).parent / "contextgraph"
     out = subprocess.run([str(script), "reindex", "--home", str(settings.home)], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "CONTEXTGRAPH_STORE_URL": postgres_url})
@@ -59,10 +51,4 @@ async def test_reindex_rebuilds_the_local_indexes_search_uses(app, settings, pos
     assert out.stdout.strip() == "E2: 5, E3: 5, E4: 5, E6: 5, E13: 5" and "5/5" in out.stderr
     manifest = json.loads((settings.home / "indexes" / "manifest.json").read_text())
     assert manifest["indexed"] == [2, 3, 4, 6, 13] and sorted(manifest["spaces"], key=int) == ["2", "3", "4", "6", "13"]
-    reopened = build_app(settings)
-    try:
-        async with Client(build_server(reopened), mode="legacy") as client:
-            after = (await client.call_tool("search_graph", {"query": "deploy failure"})).structured_content
-    finally:
-        reopened.close()
-    assert [r["id"] for r in after["results"]] == [r["id"] for r in before["results"]]
+    assert await memory.search_reopened(settings) == before
